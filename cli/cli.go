@@ -1,0 +1,166 @@
+// Package cli is lm's command tree. It turns every registered operation into
+// a urfave/cli command and adds the few commands that are not operations
+// (version, mcp, completion). It holds no domain logic.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
+)
+
+// Streams are the standard streams a run reads and writes.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Main runs lm on the process's arguments and streams and returns the exit
+// status.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+}
+
+// Run runs lm with args (args[0] is the program name) and returns the exit
+// status. Invoked as lm-GROUP (a link to lm), it runs `lm GROUP …`.
+func Run(ctx context.Context, args []string, s Streams) int {
+	a := &app{streams: s, started: time.Now()}
+	root := a.root()
+	err := root.Run(ctx, multiCall(args, root))
+	return a.exit(ctx, root, err)
+}
+
+// multiCall rewrites `lm-queue add` to `lm queue add`.
+func multiCall(args []string, root *ucli.Command) []string {
+	if len(args) == 0 {
+		return []string{"lm"}
+	}
+	base := strings.TrimSuffix(filepath.Base(args[0]), ".exe")
+	group, ok := strings.CutPrefix(base, "lm-")
+	if !ok || root.Command(group) == nil {
+		return args
+	}
+	return append([]string{"lm", group}, args[1:]...)
+}
+
+// app is one run: its streams and the state its commands share.
+type app struct {
+	streams Streams
+	started time.Time
+	ops     []op.Operation
+}
+
+// usageError is a malformed command line.
+type usageError struct {
+	cmd string
+	err error
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitStatus ends a run with a status and no message, for results that
+// choose their own exit code.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// exit prints err (as a line of text, or as JSON with --json-errors) and
+// returns the exit status for it.
+func (a *app) exit(ctx context.Context, root *ucli.Command, err error) int {
+	if err == nil {
+		return 0
+	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status)
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return 130 // interrupted, as shells report SIGINT
+	}
+	cmdName := ""
+	var usage *usageError
+	if errors.As(err, &usage) {
+		err = &op.Error{Kind: op.KindInvalid, Category: "usage", Err: err,
+			Hint: fmt.Sprintf("see '%s --help'", usage.cmd)}
+		cmdName = strings.TrimPrefix(usage.cmd, "lm ")
+	}
+	if errors.Is(err, jsonio.ErrBadFilter) {
+		err = &op.Error{Kind: op.KindInvalid, Category: "usage", Err: err}
+	}
+	var cmdErr *commandError
+	if errors.As(err, &cmdErr) {
+		cmdName = cmdErr.cmd
+	}
+	env := op.EnvelopeOf(err)
+	if jsonErrors(root) {
+		data, _ := jsonio.Marshal(env)
+		fmt.Fprintf(a.streams.Err, "%s\n", data)
+		return env.ExitCode
+	}
+	prefix := "lm: "
+	if cmdName != "" && cmdName != "lm" {
+		prefix += cmdName + ": "
+	}
+	fmt.Fprintf(a.streams.Err, "%s%s\n", prefix, env.Error)
+	if env.Suggestion != "" {
+		fmt.Fprintf(a.streams.Err, "lm: hint: %s\n", env.Suggestion)
+	}
+	return env.ExitCode
+}
+
+// commandError records which command failed, for the message prefix.
+type commandError struct {
+	cmd string
+	err error
+}
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
+func jsonErrors(root *ucli.Command) bool {
+	if root.Bool("json-errors") {
+		return true
+	}
+	v := os.Getenv("LM_JSON_ERRORS")
+	return v != "" && v != "0" && v != "false"
+}
+
+// env builds the operation environment from the global flags. Nothing is
+// opened here: the store opens per transaction.
+func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
+	path, err := store.Locate(cmd.String("store"))
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "%w", err)
+	}
+	home, err := store.Home()
+	if err != nil {
+		home = filepath.Dir(path)
+	}
+	return &op.Env{
+		Store:   store.New(path, cmd.Duration("lock-timeout")),
+		Home:    home,
+		Stderr:  a.streams.Err,
+		Now:     time.Now,
+		Started: a.started,
+	}, nil
+}
+
+func (a *app) printer(cmd *ucli.Command) (*jsonio.Printer, error) {
+	return jsonio.NewPrinter(a.streams.Out, cmd.String("jq"), cmd.Bool("raw-output"), jsonio.IsTerminal(a.streams.Out))
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/mcpx"
+)
+
+func (a *app) mcpCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "mcp",
+		Usage: "Serve lm's operations as MCP tools over stdio",
+		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; logs go to stderr. " +
+			"It needs nothing in the environment but HOME (or LM_HOME / --store), which every MCP client passes. " +
+			"It ends cleanly at the end of stdin.\n\n" +
+			"Claude Code (.mcp.json):  {\"mcpServers\": {\"lm\": {\"command\": \"lm\", \"args\": [\"mcp\"]}}}",
+		Flags: []ucli.Flag{
+			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
+		},
+		Action: func(ctx context.Context, cmd *ucli.Command) error {
+			var only []string
+			for _, v := range cmd.StringSlice("only") {
+				for _, g := range strings.Split(v, ",") {
+					if g = strings.TrimSpace(g); g != "" {
+						only = append(only, g)
+					}
+				}
+			}
+			env, err := a.env(cmd)
+			if err != nil {
+				return err
+			}
+			s, err := mcpx.NewServer(a.ops, *env, version, only)
+			if err != nil {
+				return &commandError{cmd: "mcp", err: err}
+			}
+			stdio := server.NewStdioServer(s)
+			err = stdio.Listen(ctx, a.streams.In, a.streams.Out)
+			if err == nil || errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return &commandError{cmd: "mcp", err: err}
+		},
+	}
+}

@@ -1,0 +1,289 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// reservedFlags are global or adapter flags no operation field may shadow.
+var reservedFlags = map[string]bool{
+	"store": true, "jq": true, "raw-output": true, "json-errors": true, "lock-timeout": true,
+	"input": true, "jsonl": true, "help": true,
+}
+
+// opCommand turns an operation into a leaf command: flags from the input
+// schema's top-level properties, positional arguments from Meta.Args.
+func (a *app) opCommand(o op.Operation) *ucli.Command {
+	m := o.Info()
+	schema := o.InputSchema()
+	cmd := &ucli.Command{
+		Name:      m.Path[len(m.Path)-1],
+		Usage:     m.Summary,
+		ArgsUsage: argsUsage(m, schema),
+		Description: strings.TrimSpace(strings.Join(nonEmpty(m.Description,
+			indentBlock("EXAMPLES", m.Examples), mcpLine(m)), "\n\n")),
+		Action: func(ctx context.Context, cmd *ucli.Command) error {
+			err := a.runOp(ctx, cmd, o)
+			if err != nil {
+				if _, isStatus := err.(exitStatus); !isStatus {
+					err = &commandError{cmd: strings.Join(m.Path, " "), err: err}
+				}
+			}
+			return err
+		},
+	}
+	bound := map[string]bool{}
+	for _, name := range m.Args {
+		bound[name] = true
+	}
+	for _, name := range op.FieldNames(schema) {
+		if bound[name] {
+			continue
+		}
+		if f := flagFor(name, schema.Properties[name]); f != nil {
+			cmd.Flags = append(cmd.Flags, f)
+		}
+	}
+	cmd.Flags = append(cmd.Flags, &ucli.StringFlag{Name: "input", Aliases: []string{"i"}, Local: true, TakesFile: true,
+		Usage: "read the whole input as a JSON object from `FILE` (- for stdin); flags and arguments override it"})
+	if m.Lines != "" {
+		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "jsonl", Local: true,
+			Usage: "read stdin as JSON Lines, one item per line, all in one transaction"})
+	}
+	return cmd
+}
+
+func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
+
+func flagFor(field string, s *jsonschema.Schema) ucli.Flag {
+	name := flagName(field)
+	if reservedFlags[name] {
+		panic(fmt.Sprintf("cli: input field %q collides with a global flag", field))
+	}
+	usage := s.Description
+	if len(s.Enum) > 0 {
+		var vals []string
+		for _, v := range s.Enum {
+			vals = append(vals, fmt.Sprint(v))
+		}
+		usage += " (" + strings.Join(vals, "|") + ")"
+	}
+	types := op.SchemaTypes(s)
+	if len(types) != 1 {
+		return nil
+	}
+	switch types[0] {
+	case "string":
+		return &ucli.StringFlag{Name: name, Usage: usage, Local: true}
+	case "integer":
+		return &ucli.Int64Flag{Name: name, Usage: usage, Local: true}
+	case "number":
+		return &ucli.Float64Flag{Name: name, Usage: usage, Local: true}
+	case "boolean":
+		return &ucli.BoolFlag{Name: name, Usage: usage, Local: true}
+	case "array":
+		if s.Items != nil && len(op.SchemaTypes(s.Items)) == 1 && op.SchemaTypes(s.Items)[0] == "string" {
+			return &ucli.StringSliceFlag{Name: name, Usage: usage + " (repeatable)", Local: true}
+		}
+	}
+	return nil // objects and other arrays come through --input
+}
+
+// runOp assembles the input (--input, then flags, then positional
+// arguments, then stdin), calls the operation and prints its result.
+func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) error {
+	m := o.Info()
+	schema := o.InputSchema()
+	printer, err := a.printer(cmd)
+	if err != nil {
+		return err
+	}
+	in := map[string]any{}
+	if src := cmd.String("input"); src != "" {
+		if err := a.readInputObject(src, in); err != nil {
+			return err
+		}
+	}
+	for _, name := range op.FieldNames(schema) {
+		fn := flagName(name)
+		if !cmd.IsSet(fn) {
+			continue
+		}
+		in[name] = cmd.Value(fn)
+	}
+	if err := bindArgs(cmd, m, schema, in); err != nil {
+		return err
+	}
+	if m.Lines != "" && cmd.Bool("jsonl") {
+		items, err := readLines(a.streams.In, m.DecodeLine)
+		if err != nil {
+			return err
+		}
+		in[m.Lines] = items
+	} else if f := m.StdinText; f != "" {
+		if v, set := in[f]; (!set && !jsonio.IsTerminal(a.streams.In)) || v == "-" {
+			text, err := io.ReadAll(a.streams.In)
+			if err != nil {
+				return fmt.Errorf("read stdin: %w", err)
+			}
+			in[f] = strings.TrimRight(string(text), "\r\n")
+		}
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	env, err := a.env(cmd)
+	if err != nil {
+		return err
+	}
+	env.Emit = func(v any) error { return printer.Line(ctx, v) }
+	out, err := o.Call(ctx, env, raw)
+	if err != nil {
+		return err
+	}
+	if !m.Stream {
+		if err := printer.Document(ctx, out); err != nil {
+			return err
+		}
+	}
+	if ex, ok := out.(op.Exiter); ok && ex.ExitCode() != 0 {
+		return exitStatus(ex.ExitCode())
+	}
+	return nil
+}
+
+// bindArgs maps positional arguments onto input fields.
+func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, in map[string]any) error {
+	args := cmd.Args().Slice()
+	for i, field := range m.Args {
+		if i >= len(args) {
+			break
+		}
+		prop := schema.Properties[field]
+		last := i == len(m.Args)-1
+		types := op.SchemaTypes(prop)
+		kind := ""
+		if len(types) == 1 {
+			kind = types[0]
+		}
+		switch {
+		case kind == "array" && last:
+			in[field] = args[i:]
+			return nil
+		case kind == "array":
+			in[field] = []string{args[i]}
+		case kind == "string" && last:
+			in[field] = strings.Join(args[i:], " ")
+			return nil
+		case kind == "integer":
+			n, err := strconv.ParseInt(args[i], 10, 64)
+			if err != nil {
+				return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("argument %s must be a whole number, got %q", strings.ToUpper(field), args[i])}
+			}
+			in[field] = n
+		default:
+			in[field] = args[i]
+		}
+	}
+	if len(args) > len(m.Args) {
+		return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("too many arguments: %q", args[len(m.Args):])}
+	}
+	return nil
+}
+
+// readInputObject merges a JSON object from a file or stdin into in.
+func (a *app) readInputObject(src string, in map[string]any) error {
+	var r io.Reader = a.streams.In
+	name := "stdin"
+	if src != "-" {
+		f, err := os.Open(src)
+		if err != nil {
+			return op.Errorf(op.KindInvalid, "read --input: %w", err)
+		}
+		defer f.Close()
+		r, name = f, src
+	}
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		return op.Errorf(op.KindInvalid, "--input %s is not a JSON object: %v", name, err)
+	}
+	return nil
+}
+
+// readLines decodes JSON Lines; any bad line fails the whole batch before
+// anything is written.
+func readLines(r io.Reader, decode func([]byte) (any, error)) ([]any, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 8<<20)
+	items := []any{}
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		v, err := decode(line)
+		if err != nil {
+			return nil, op.Errorf(op.KindInvalid, "stdin line %d: %v", n, err)
+		}
+		items = append(items, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, op.Errorf(op.KindInvalid, "read stdin: %v", err)
+	}
+	return items, nil
+}
+
+func argsUsage(m op.Meta, schema *jsonschema.Schema) string {
+	var parts []string
+	for i, a := range m.Args {
+		name := strings.ToUpper(a)
+		types := op.SchemaTypes(schema.Properties[a])
+		if i == len(m.Args)-1 && len(types) == 1 && (types[0] == "array" || types[0] == "string") && a != "id" && a != "file" {
+			name += "..."
+		}
+		if !slices.Contains(schema.Required, a) {
+			name = "[" + name + "]"
+		}
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, " ")
+}
+
+func mcpLine(m op.Meta) string {
+	if m.CLIOnly {
+		return ""
+	}
+	return "MCP tool: " + m.Name
+}
+
+func indentBlock(title, body string) string {
+	if body == "" {
+		return ""
+	}
+	return title + "\n  " + strings.ReplaceAll(body, "\n", "\n  ")
+}
+
+func nonEmpty(parts ...string) []string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

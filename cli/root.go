@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/registry"
+	"lmtool.dev/lm/pkg/store"
+)
+
+// root builds a fresh command tree; urfave flags keep parse state, so a tree
+// is never reused between runs.
+func (a *app) root() *ucli.Command {
+	a.ops = registry.All()
+	root := &ucli.Command{
+		Name:  "lm",
+		Usage: "composable tools for people and coding agents, over one shared store",
+		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
+			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + exitCodeText,
+		Version:                   version,
+		Reader:                    a.streams.In,
+		Writer:                    a.streams.Out,
+		ErrWriter:                 a.streams.Err,
+		EnableShellCompletion:     true,
+		Suggest:                   true,
+		HideVersion:               true,
+		ExitErrHandler:            func(context.Context, *ucli.Command, error) {},
+		DisableSliceFlagSeparator: true,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "store", Usage: "the store file (default: $LM_STORE, else $LM_HOME/lm.db)", TakesFile: true},
+			&ucli.StringFlag{Name: "jq", Aliases: []string{"q"}, Usage: "filter the output with a jq `EXPR`"},
+			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes"},
+			&ucli.BoolFlag{Name: "json-errors", Usage: "report errors as a JSON object on stderr (also LM_JSON_ERRORS=1)"},
+			&ucli.DurationFlag{Name: "lock-timeout", Value: store.DefaultLockTimeout, Usage: "how long to wait for another process holding the store", Sources: ucli.EnvVars("LM_LOCK_TIMEOUT")},
+		},
+		Action: func(ctx context.Context, cmd *ucli.Command) error {
+			if cmd.Args().Present() {
+				return unknownCommand(cmd)
+			}
+			return ucli.ShowRootCommandHelp(cmd)
+		},
+		ConfigureShellCompletionCommand: func(c *ucli.Command) { c.Hidden = false },
+	}
+	groups := map[string]*ucli.Command{}
+	for _, g := range registry.Groups {
+		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
+		root.Commands = append(root.Commands, groups[g.Name])
+	}
+	for _, o := range a.ops {
+		m := o.Info()
+		parent := groups[m.Group()]
+		for _, name := range m.Path[1 : len(m.Path)-1] {
+			child := parent.Command(name)
+			if child == nil {
+				child = &ucli.Command{Name: name, Action: groupAction}
+				parent.Commands = append(parent.Commands, child)
+			}
+			parent = child
+		}
+		parent.Commands = append(parent.Commands, a.opCommand(o))
+	}
+	root.Commands = append(root.Commands, a.versionCommand(), a.mcpCommand())
+	root.Walk(func(c *ucli.Command) error {
+		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
+			return &usageError{cmd: c.FullName(), err: err}
+		}
+		return nil
+	})
+	return root
+}
+
+// groupAction answers a group invoked without a known subcommand.
+func groupAction(_ context.Context, cmd *ucli.Command) error {
+	if cmd.Args().Present() {
+		return unknownCommand(cmd)
+	}
+	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("%s needs a subcommand: %s", cmd.FullName(), subcommands(cmd))}
+}
+
+func unknownCommand(cmd *ucli.Command) error {
+	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("unknown command %q for %q; commands: %s", cmd.Args().First(), cmd.FullName(), subcommands(cmd))}
+}
+
+func subcommands(cmd *ucli.Command) string {
+	var names []string
+	for _, c := range cmd.VisibleCommands() {
+		if c.Name != "help" {
+			names = append(names, c.Name)
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+const exitCodeText = `EXIT STATUS
+  0  success
+  1  internal or unexpected error
+  2  usage error or invalid input
+  3  not found
+  4  conflict with the stored state (e.g. editing a consumed instruction)
+  5  denied (allowlist, authentication)
+  6  unavailable (store locked past --lock-timeout, model or server down)
+  7  timed out, or nothing available (a wait that ended empty)
+  8  checks failed (lm verify, lm store check)
+  130 interrupted`

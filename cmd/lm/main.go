@@ -1,0 +1,10 @@
+// Command lm is one binary of composable tools for people and coding agents.
+package main
+
+import (
+	"os"
+
+	"lmtool.dev/lm/cli"
+)
+
+func main() { os.Exit(cli.Main()) }

@@ -1,0 +1,140 @@
+// Package jsonio writes lm's results: one JSON document (pretty on a
+// terminal, compact otherwise) or JSON Lines, optionally filtered through a
+// jq program (gojq) with jq's -r raw-string output.
+package jsonio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// jqTimeout bounds one filter run: jq programs can loop forever.
+const jqTimeout = 10 * time.Second
+
+// Printer writes values to an output stream.
+type Printer struct {
+	w      io.Writer
+	pretty bool
+	raw    bool
+	code   *gojq.Code
+}
+
+// ErrBadFilter marks a jq program that does not compile (a usage error).
+var ErrBadFilter = errors.New("invalid jq filter")
+
+// NewPrinter returns a printer for w. jq is a jq program ("" for none); raw
+// prints string results without quotes; pretty indents documents.
+func NewPrinter(w io.Writer, jq string, raw, pretty bool) (*Printer, error) {
+	p := &Printer{w: w, pretty: pretty, raw: raw}
+	if jq == "" {
+		return p, nil
+	}
+	q, err := gojq.Parse(jq)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFilter, err)
+	}
+	// No environment loader: $ENV stays empty, so a filter cannot read the
+	// process environment.
+	p.code, err = gojq.Compile(q)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadFilter, err)
+	}
+	return p, nil
+}
+
+// IsTerminal reports whether f is a character device (a terminal).
+func IsTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := file.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// Document prints v as one JSON document (or the filter's outputs).
+func (p *Printer) Document(ctx context.Context, v any) error {
+	return p.print(ctx, v, p.pretty)
+}
+
+// Line prints v as one JSON Lines record (or the filter's outputs, one a line).
+func (p *Printer) Line(ctx context.Context, v any) error {
+	return p.print(ctx, v, false)
+}
+
+func (p *Printer) print(ctx context.Context, v any, pretty bool) error {
+	data, err := Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	if p.code == nil {
+		return p.write(data, pretty)
+	}
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return fmt.Errorf("decode output for jq: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, jqTimeout)
+	defer cancel()
+	iter := p.code.RunWithContext(ctx, generic)
+	for {
+		r, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, isErr := r.(error); isErr {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				return nil
+			}
+			return fmt.Errorf("jq: %w", err)
+		}
+		if s, isStr := r.(string); isStr && p.raw {
+			if _, err := io.WriteString(p.w, s+"\n"); err != nil {
+				return err
+			}
+			continue
+		}
+		out, err := gojq.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("jq: %w", err)
+		}
+		if err := p.write(out, pretty); err != nil {
+			return err
+		}
+	}
+}
+
+func (p *Printer) write(data []byte, pretty bool) error {
+	if pretty {
+		var buf bytes.Buffer
+		if json.Indent(&buf, data, "", "  ") == nil {
+			data = buf.Bytes()
+		}
+	}
+	data = append(data, '\n')
+	_, err := p.w.Write(data)
+	return err
+}
+
+// Marshal encodes v as compact JSON without escaping <, > and &, which
+// instruction texts and code are full of.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,159 @@
+// Package mcpx serves lm's operations as MCP tools with mcp-go. Every tool is
+// generated from an [op.Operation]: its description, input and output
+// schemas, annotations and handler, so MCP and the CLI cannot drift apart.
+package mcpx
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Instructions tell connecting agents how to use lm's tools.
+const Instructions = "lm exposes a human→agent instruction queue and developer helpers. " +
+	"Call get_user_request to receive the user's next instruction; after finishing it (or when the answer is empty), " +
+	"call get_user_request again instead of ending your session."
+
+// NewServer builds an MCP server exposing ops. base is copied for every
+// call, with the client's name and progress reporting filled in. Only, when
+// not empty, limits the tools to those groups.
+func NewServer(ops []op.Operation, base op.Env, version string, only []string) (*server.MCPServer, error) {
+	for _, g := range only {
+		if !slices.ContainsFunc(ops, func(o op.Operation) bool { return o.Info().Group() == g }) {
+			return nil, op.Errorf(op.KindInvalid, "unknown group %q", g).WithHint("groups: %s", strings.Join(Groups(ops), ", "))
+		}
+	}
+	s := server.NewMCPServer("lm", version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithInstructions(Instructions),
+	)
+	for _, o := range ops {
+		m := o.Info()
+		if m.CLIOnly || m.Stream || (len(only) > 0 && !slices.Contains(only, m.Group())) {
+			continue
+		}
+		tool, err := Tool(o)
+		if err != nil {
+			return nil, err
+		}
+		s.AddTool(tool, handler(s, o, base))
+	}
+	return s, nil
+}
+
+// Groups lists the groups that have MCP tools.
+func Groups(ops []op.Operation) []string {
+	var groups []string
+	for _, o := range ops {
+		m := o.Info()
+		if !m.CLIOnly && !m.Stream && !slices.Contains(groups, m.Group()) {
+			groups = append(groups, m.Group())
+		}
+	}
+	return groups
+}
+
+// Tool describes an operation as an MCP tool.
+func Tool(o op.Operation) (mcp.Tool, error) {
+	m := o.Info()
+	in, err := json.Marshal(o.InputSchema())
+	if err != nil {
+		return mcp.Tool{}, fmt.Errorf("tool %s: input schema: %w", m.Name, err)
+	}
+	out, err := json.Marshal(o.OutputSchema())
+	if err != nil {
+		return mcp.Tool{}, fmt.Errorf("tool %s: output schema: %w", m.Name, err)
+	}
+	desc := m.Summary
+	if m.Description != "" {
+		desc += ".\n\n" + m.Description
+	}
+	t := mcp.NewTool(m.Name,
+		mcp.WithDescription(desc),
+		mcp.WithReadOnlyHintAnnotation(m.Effect == op.ReadOnly),
+		mcp.WithDestructiveHintAnnotation(m.Effect == op.Destructive),
+		mcp.WithIdempotentHintAnnotation(m.Idempotent),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithRawOutputSchema(out),
+	)
+	// NewTool pre-fills an input schema; a tool with both that and a raw
+	// schema fails to marshal in tools/list.
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.RawInputSchema = in
+	return t, nil
+}
+
+func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		env := base
+		env.Client = clientName(ctx, req)
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			token := req.Params.Meta.ProgressToken
+			env.Progress = func(progress, total float64, message string) {
+				s.SendNotificationToClient(ctx, "notifications/progress", map[string]any{
+					"progressToken": token, "progress": progress, "total": total, "message": message,
+				})
+			}
+		}
+		out, err := o.Call(ctx, &env, arguments(req))
+		if err != nil {
+			return ErrorResult(err), nil
+		}
+		return Result(out)
+	}
+}
+
+// Result is a successful call: structuredContent plus the same JSON as text
+// for clients that only read content.
+func Result(out any) (*mcp.CallToolResult, error) {
+	text, err := jsonio.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(text))},
+		StructuredContent: json.RawMessage(text),
+	}, nil
+}
+
+// ErrorResult is a failed call as the model should see it: an isError
+// result whose text is the JSON error envelope (what went wrong, its
+// category, whether a retry can help, and what to do instead).
+func ErrorResult(err error) *mcp.CallToolResult {
+	env := op.EnvelopeOf(err)
+	text, _ := jsonio.Marshal(env)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{mcp.NewTextContent(string(text))}}
+}
+
+func arguments(req mcp.CallToolRequest) json.RawMessage {
+	switch a := req.Params.Arguments.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return a
+	default:
+		raw, _ := json.Marshal(a)
+		return raw
+	}
+}
+
+func clientName(ctx context.Context, req mcp.CallToolRequest) string {
+	if req.Params.Meta != nil {
+		if info := req.Params.Meta.ClientInfo(); info != nil && info.Name != "" {
+			return info.Name
+		}
+	}
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		return s.GetClientInfo().Name
+	}
+	return ""
+}

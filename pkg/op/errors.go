@@ -1,0 +1,144 @@
+package op
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"lmtool.dev/lm/pkg/store"
+)
+
+// Kind classifies an error by what the caller can do about it. Each kind maps
+// to one exit code on the CLI and to a default error_category in JSON errors.
+type Kind int
+
+// The kinds, in exit-code order. The numbering is the documented exit-code
+// table, so it must never be reordered.
+const (
+	KindOK           Kind = iota // 0: success
+	KindInternal                 // 1: internal or unexpected
+	KindInvalid                  // 2: usage or invalid input
+	KindNotFound                 // 3: not found
+	KindConflict                 // 4: conflict with the stored state
+	KindDenied                   // 5: denied (allowlist, auth)
+	KindUnavailable              // 6: store locked, model or child server down
+	KindTimeout                  // 7: timed out, or a wait that ended empty
+	KindChecksFailed             // 8: verification checks failed
+)
+
+// ExitCode is the process exit status for errors of this kind.
+func (k Kind) ExitCode() int { return int(k) }
+
+// Category is the default error_category for the kind.
+func (k Kind) Category() string {
+	switch k {
+	case KindInvalid:
+		return "invalid_input"
+	case KindNotFound:
+		return "not_found"
+	case KindConflict:
+		return "conflict"
+	case KindDenied:
+		return "denied"
+	case KindUnavailable:
+		return "unavailable"
+	case KindTimeout:
+		return "timeout"
+	case KindChecksFailed:
+		return "checks_failed"
+	default:
+		return "internal"
+	}
+}
+
+// Recoverable reports whether retrying, possibly with corrected input, can
+// succeed. Internal errors are the only ones a retry will not fix.
+func (k Kind) Recoverable() bool { return k != KindInternal }
+
+// Error is an error with a kind, an optional specific category (for example
+// "file_not_found" or "model_unavailable") and an optional hint that tells the
+// user what would be accepted or what to do next.
+type Error struct {
+	Kind     Kind
+	Category string
+	Hint     string
+	Err      error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an [Error] of the given kind with a formatted message; %w
+// wraps as with fmt.Errorf.
+func Errorf(kind Kind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
+}
+
+// WithHint returns e with its hint set.
+func (e *Error) WithHint(format string, args ...any) *Error {
+	e.Hint = fmt.Sprintf(format, args...)
+	return e
+}
+
+// WithCategory returns e with a specific error_category.
+func (e *Error) WithCategory(c string) *Error {
+	e.Category = c
+	return e
+}
+
+// KindOf returns the kind of the first [Error] in err's chain, classifying
+// the store's and the context's errors too; otherwise [KindInternal].
+func KindOf(err error) Kind {
+	if err == nil {
+		return KindOK
+	}
+	if e := classify(err); e != nil {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// classify finds the [Error] describing err, if any.
+func classify(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var locked *store.LockedError
+	if errors.As(err, &locked) {
+		return &Error{Kind: KindUnavailable, Category: "store_locked", Err: err,
+			Hint: "another lm process is holding the store; retry, or raise --lock-timeout (LM_LOCK_TIMEOUT)"}
+	}
+	var version *store.VersionError
+	if errors.As(err, &version) {
+		return &Error{Kind: KindUnavailable, Category: "store_version", Err: err}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Kind: KindTimeout, Category: "cancelled", Err: err}
+	}
+	return nil
+}
+
+// Envelope is the JSON shape of an error, shared by --json-errors on the CLI
+// and by isError results over MCP.
+type Envelope struct {
+	Success       bool   `json:"success"`
+	Error         string `json:"error"`
+	ErrorCategory string `json:"error_category"`
+	Recoverable   bool   `json:"recoverable"`
+	Suggestion    string `json:"suggestion,omitempty"`
+	ExitCode      int    `json:"exit_code"`
+}
+
+// EnvelopeOf describes err as an [Envelope].
+func EnvelopeOf(err error) Envelope {
+	kind := KindOf(err)
+	env := Envelope{Error: err.Error(), ErrorCategory: kind.Category(), Recoverable: kind.Recoverable(), ExitCode: kind.ExitCode()}
+	if e := classify(err); e != nil {
+		if e.Category != "" {
+			env.ErrorCategory = e.Category
+		}
+		env.Suggestion = e.Hint
+	}
+	return env
+}

@@ -1,0 +1,380 @@
+// Package op defines lm's operations once, independently of how they are
+// invoked. The CLI (package cli) and the MCP server (package mcpx) are both
+// generated from the same [Operation] values, so an operation's name, input,
+// output, validation and errors are identical on every transport.
+package op
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/store"
+)
+
+// Effect says what an operation does to the world. It drives the MCP
+// annotations (readOnlyHint, destructiveHint).
+type Effect int
+
+// The effects.
+const (
+	ReadOnly    Effect = iota // reads only
+	Mutating                  // adds or changes data, never removes it
+	Destructive               // may remove or overwrite data
+)
+
+// Meta describes an operation for every transport.
+type Meta struct {
+	// Name is the MCP tool name: snake_case, [a-z0-9_].
+	Name string
+	// Path is the CLI path below `lm`, e.g. {"queue", "add"}. Its first
+	// element is the operation's group (for `lm mcp --only`).
+	Path []string
+	// Summary is one line: CLI usage, the first line of the MCP description.
+	Summary string
+	// Description is longer prose shown in help, man pages and MCP.
+	Description string
+	// Examples are shown by the CLI and man pages only.
+	Examples string
+	// Args binds positional CLI arguments to input fields, in order. The
+	// last may name a []string field, which takes the remaining arguments;
+	// a string field given several words joins them with spaces.
+	Args []string
+	// StdinText names a string field read as text from stdin when the CLI
+	// invocation leaves it unset (or sets it to "-") and stdin is not a
+	// terminal.
+	StdinText string
+	// Lines, when set, adds a --jsonl flag to the CLI that reads stdin as
+	// JSON Lines into the named array field, decoding each line with
+	// DecodeLine.
+	Lines      string
+	DecodeLine func(line []byte) (any, error)
+	// Effect and Idempotent become the MCP annotations.
+	Effect     Effect
+	Idempotent bool
+	// Stream marks an operation that reports through Env.Emit (JSON Lines
+	// on the CLI) rather than returning one result. Streams are CLI only.
+	Stream bool
+	// CLIOnly keeps the operation off MCP.
+	CLIOnly bool
+}
+
+// Group is the operation's group, the first element of its path.
+func (m Meta) Group() string { return m.Path[0] }
+
+// Env carries what a handler may use besides its input. The transport
+// builds one per call; nothing in it is opened until used.
+type Env struct {
+	Store  *store.Store
+	Home   string    // LM_HOME: config, templates, logs
+	Stderr io.Writer // diagnostics; handlers never write to stdout
+	Now    func() time.Time
+	// Started is when the serving process started.
+	Started time.Time
+	// Client is the name the MCP client gave in initialize ("" on the CLI).
+	Client string
+	// Progress reports progress of long work when the caller asked for it
+	// (MCP progress tokens); it may be nil.
+	Progress func(progress, total float64, message string)
+	// Emit writes one value of a stream operation's output.
+	Emit func(v any) error
+}
+
+// ReportProgress calls Env.Progress when the caller listens for progress.
+func (e *Env) ReportProgress(progress, total float64, message string) {
+	if e.Progress != nil {
+		e.Progress(progress, total, message)
+	}
+}
+
+// Exiter is implemented by outputs that choose a non-zero CLI exit status
+// while still being a result, like `lm queue next` ending its wait empty.
+type Exiter interface{ ExitCode() int }
+
+// Validator is implemented by inputs with rules beyond their JSON Schema.
+type Validator interface{ Validate() error }
+
+// SchemaRefiner is implemented by inputs whose generated JSON Schema needs
+// more than struct tags can say (enums, bounds, defaults).
+type SchemaRefiner interface{ RefineSchema(*jsonschema.Schema) }
+
+// Operation is the type-erased view of an operation the adapters use.
+type Operation interface {
+	Info() Meta
+	// InputSchema and OutputSchema are JSON Schemas of type object.
+	InputSchema() *jsonschema.Schema
+	OutputSchema() *jsonschema.Schema
+	// Call validates raw (a JSON object; empty means {}), decodes it and
+	// runs the handler.
+	Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error)
+}
+
+// Handler runs an operation.
+type Handler[In, Out any] func(ctx context.Context, env *Env, in In) (Out, error)
+
+type typed[In, Out any] struct {
+	meta     Meta
+	in, out  *jsonschema.Schema
+	resolved *jsonschema.Resolved
+	run      Handler[In, Out]
+}
+
+// New defines an operation. It panics on a definition error (a programming
+// error caught by any test that builds the registry).
+func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
+	if len(meta.Path) == 0 || meta.Name == "" || meta.Summary == "" {
+		panic(fmt.Sprintf("op: %q needs a name, a path and a summary", meta.Name))
+	}
+	if reflect.TypeFor[Out]().Kind() != reflect.Struct || reflect.TypeFor[In]().Kind() != reflect.Struct {
+		panic(fmt.Sprintf("op %s: input and output must be structs (MCP schemas are objects)", meta.Name))
+	}
+	in, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("op %s: input schema: %v", meta.Name, err))
+	}
+	out, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("op %s: output schema: %v", meta.Name, err))
+	}
+	if in.Properties == nil {
+		in.Properties = map[string]*jsonschema.Schema{}
+	}
+	if r, ok := any(new(In)).(SchemaRefiner); ok {
+		r.RefineSchema(in)
+	}
+	resolved, err := in.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("op %s: resolve input schema: %v", meta.Name, err))
+	}
+	for _, a := range meta.Args {
+		if in.Properties[a] == nil {
+			panic(fmt.Sprintf("op %s: positional argument %q is not an input field", meta.Name, a))
+		}
+	}
+	return &typed[In, Out]{meta: meta, in: in, out: out, resolved: resolved, run: run}
+}
+
+func (t *typed[In, Out]) Info() Meta                       { return t.meta }
+func (t *typed[In, Out]) InputSchema() *jsonschema.Schema  { return t.in }
+func (t *typed[In, Out]) OutputSchema() *jsonschema.Schema { return t.out }
+
+func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
+	in, err := t.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return t.run(ctx, env, in)
+}
+
+// decode is the one validation path: shape checks with clear messages,
+// then the full JSON Schema, then strict decoding, then Validate.
+func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
+	var in In
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	var generic any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&generic); err != nil {
+		return in, Errorf(KindInvalid, "input is not valid JSON: %v", err)
+	}
+	obj, ok := generic.(map[string]any)
+	if !ok {
+		return in, Errorf(KindInvalid, "input must be a JSON object, got %s", jsonType(generic))
+	}
+	if err := checkShape(t.in, obj); err != nil {
+		return in, err
+	}
+	if err := t.resolved.Validate(normalizeNumbers(generic)); err != nil {
+		return in, Errorf(KindInvalid, "invalid input: %v", err)
+	}
+	strict := json.NewDecoder(bytes.NewReader(raw))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(&in); err != nil {
+		return in, Errorf(KindInvalid, "invalid input: %v", err)
+	}
+	if v, ok := any(&in).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			if KindOf(err) == KindInternal {
+				err = &Error{Kind: KindInvalid, Err: err}
+			}
+			return in, err
+		}
+	}
+	return in, nil
+}
+
+// checkShape reports the common mistakes (unknown, missing or mistyped
+// top-level fields) in words a person or a model can act on, listing what is
+// accepted.
+func checkShape(s *jsonschema.Schema, obj map[string]any) error {
+	var unknown []string
+	for k := range obj {
+		if s.Properties[k] == nil {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return Errorf(KindInvalid, "unknown field %s", quoteList(unknown)).
+			WithHint("accepted fields: %s", strings.Join(FieldNames(s), ", "))
+	}
+	var missing []string
+	for _, r := range s.Required {
+		if _, ok := obj[r]; !ok {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) > 0 {
+		return Errorf(KindInvalid, "missing required field %s", quoteList(missing))
+	}
+	for _, name := range sortedKeys(obj) {
+		want := s.Properties[name]
+		got := jsonType(obj[name])
+		if !typeAccepts(want, got) {
+			return Errorf(KindInvalid, "field %q must be %s, got %s", name, describeType(want), got)
+		}
+		if len(want.Enum) > 0 && !slices.ContainsFunc(want.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(obj[name]) }) {
+			return Errorf(KindInvalid, "field %q must be one of %s, got %v", name, enumList(want.Enum), obj[name])
+		}
+	}
+	return nil
+}
+
+// FieldNames lists a schema's properties in a stable order.
+func FieldNames(s *jsonschema.Schema) []string {
+	names := make([]string, 0, len(s.Properties))
+	for k := range s.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// SchemaTypes returns the JSON types a schema accepts ("string", "integer",
+// …); "null" is left out. An empty result means any type.
+func SchemaTypes(s *jsonschema.Schema) []string {
+	types := s.Types
+	if s.Type != "" {
+		types = []string{s.Type}
+	}
+	var out []string
+	for _, t := range types {
+		if t != "null" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func typeAccepts(s *jsonschema.Schema, got string) bool {
+	types := SchemaTypes(s)
+	if len(types) == 0 {
+		return true
+	}
+	if got == "null" {
+		return len(s.Types) > 0 && slices.Contains(s.Types, "null")
+	}
+	for _, t := range types {
+		if t == got || (t == "number" && got == "integer") {
+			return true
+		}
+	}
+	return false
+}
+
+func describeType(s *jsonschema.Schema) string {
+	types := SchemaTypes(s)
+	for i, t := range types {
+		switch t {
+		case "array", "object", "integer":
+			types[i] = "an " + t
+		default:
+			types[i] = "a " + t
+		}
+	}
+	return strings.Join(types, " or ")
+}
+
+func jsonType(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if _, err := v.Int64(); err == nil {
+			return "integer"
+		}
+		return "number"
+	case float64:
+		if v == float64(int64(v)) {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// normalizeNumbers turns json.Number into float64 or int64 for the schema
+// validator, which does not know json.Number.
+func normalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case []any:
+		for i := range v {
+			v[i] = normalizeNumbers(v[i])
+		}
+	case map[string]any:
+		for k := range v {
+			v[k] = normalizeNumbers(v[k])
+		}
+	}
+	return v
+}
+
+func enumList(values []any) string {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,92 @@
+package queue
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"sort"
+	"time"
+)
+
+// Event types, as spec 000's /api/events names them.
+const (
+	EventCreated       = "instruction.created"
+	EventUpdated       = "instruction.updated"
+	EventDeleted       = "instruction.deleted"
+	EventConsumed      = "instruction.consumed"
+	EventStatusChanged = "status.changed"
+	EventConfigUpdated = "config.updated"
+)
+
+// eventRetention is how many events the store keeps for replay (watch
+// --since, SSE Last-Event-ID); older ones are dropped as new ones arrive.
+const eventRetention = 10000
+
+// Event is one change to the queue, recorded in the same transaction as the
+// change so every process sees the same ordered history.
+type Event struct {
+	ID        uint64          `json:"id" jsonschema:"sequence number; resume after it with --since"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data" jsonschema:"the full item: an instruction, an agent, the settings, or {id} for a deletion"`
+}
+
+func (t *tx) emit(typ string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	b := t.bucket(bEvents)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(Event{ID: seq, Type: typ, Timestamp: t.now, Data: raw})
+	if err != nil {
+		return err
+	}
+	if err := b.Put(u64(seq), v); err != nil {
+		return err
+	}
+	if seq > eventRetention {
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq-eventRetention; k, _ = c.First() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eventsSince returns the events after seq, oldest first, at most limit
+// (0: no limit).
+func (t *tx) eventsSince(seq uint64, limit int) []Event {
+	var out []Event
+	b := t.bucket(bEvents)
+	if b == nil {
+		return out
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(u64(seq + 1)); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
+		var e Event
+		if json.Unmarshal(v, &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// lastEvent is the sequence number of the newest event, 0 for none.
+func (t *tx) lastEvent() uint64 {
+	b := t.bucket(bEvents)
+	if b == nil {
+		return 0
+	}
+	return b.Sequence()
+}
+
+func sortAgents(a []Agent) {
+	sort.Slice(a, func(i, j int) bool { return a[i].LastSeenAt.After(a[j].LastSeenAt) })
+}
+
+func instructionDeleted(id string) map[string]string { return map[string]string{"id": id} }

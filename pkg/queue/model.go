@@ -1,0 +1,89 @@
+// Package queue is the human→agent instruction queue of spec 000: people add
+// instructions, agents take them one at a time with get_user_request, and
+// consumed instructions stay visible as history but can no longer change.
+package queue
+
+import (
+	"time"
+)
+
+// Instruction statuses.
+const (
+	StatusPending  = "pending"
+	StatusConsumed = "consumed"
+)
+
+// Instruction is one queued instruction.
+type Instruction struct {
+	ID                string     `json:"id" jsonschema:"sortable unique id (ULID); any unique prefix selects it on the CLI"`
+	Content           string     `json:"content" jsonschema:"the instruction text"`
+	Status            string     `json:"status" jsonschema:"pending or consumed"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+	ConsumedAt        *time.Time `json:"consumed_at" jsonschema:"when an agent took it; null while pending"`
+	ConsumedByAgentID *string    `json:"consumed_by_agent_id" jsonschema:"the agent that took it; null while pending"`
+	Position          *int       `json:"position" jsonschema:"1-based place among pending instructions; null once consumed"`
+	// order is the stored sort key among pending instructions.
+	Order uint64 `json:"-"`
+}
+
+// record is the stored form of an instruction; the position is derived.
+type record struct {
+	ID                string     `json:"id"`
+	Content           string     `json:"content"`
+	Status            string     `json:"status"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+	ConsumedAt        *time.Time `json:"consumed_at,omitempty"`
+	ConsumedByAgentID *string    `json:"consumed_by_agent_id,omitempty"`
+	Order             uint64     `json:"order"`
+}
+
+func (r record) instruction(position int) Instruction {
+	in := Instruction{ID: r.ID, Content: r.Content, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		ConsumedAt: r.ConsumedAt, ConsumedByAgentID: r.ConsumedByAgentID, Order: r.Order}
+	if r.Status == StatusPending && position > 0 {
+		in.Position = &position
+	}
+	return in
+}
+
+// Settings are the user-controlled queue settings.
+type Settings struct {
+	DefaultWaitSeconds     int    `json:"default_wait_seconds" jsonschema:"seconds get_user_request waits for an instruction before answering empty (0-86400)"`
+	DefaultEmptyResponse   string `json:"default_empty_response" jsonschema:"text returned when the wait ends empty; empty text gives result_type empty"`
+	AgentStaleAfterSeconds int    `json:"agent_stale_after_seconds" jsonschema:"an agent not seen for this many seconds is shown idle"`
+}
+
+// Defaults for a new store.
+const (
+	DefaultWaitSeconds     = 10
+	DefaultEmptyResponse   = "call this tool `get_user_request` again to fetch latest user input..."
+	DefaultAgentStaleAfter = 30
+	// MaxWaitSeconds is the absolute cap on a wait, whatever the settings say.
+	MaxWaitSeconds = 86400
+	// ClientTimeoutSeconds is where most MCP clients abort a tool call.
+	ClientTimeoutSeconds = 50
+)
+
+func defaultSettings() Settings {
+	return Settings{DefaultWaitSeconds: DefaultWaitSeconds, DefaultEmptyResponse: DefaultEmptyResponse, AgentStaleAfterSeconds: DefaultAgentStaleAfter}
+}
+
+// Result types of get_user_request.
+const (
+	ResultInstruction     = "instruction"
+	ResultEmpty           = "empty"
+	ResultDefaultResponse = "default_response"
+)
+
+// Agent is what the queue knows of an agent from its get_user_request calls.
+type Agent struct {
+	AgentID        string     `json:"agent_id"`
+	LastSeenAt     time.Time  `json:"last_seen_at" jsonschema:"last time the agent called get_user_request (start or end of a call)"`
+	LastFetchAt    *time.Time `json:"last_fetch_at" jsonschema:"last time a call returned to the agent"`
+	LastResultType string     `json:"last_result_type,omitempty" jsonschema:"instruction, empty or default_response"`
+	WaitingUntil   *time.Time `json:"waiting_until,omitempty" jsonschema:"end of the wait of the call in progress, if any"`
+	Waiting        bool       `json:"waiting" jsonschema:"a call from this agent is waiting now"`
+	Connected      bool       `json:"connected" jsonschema:"seen within agent_stale_after_seconds, or waiting now"`
+}

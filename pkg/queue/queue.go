@@ -1,0 +1,409 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// MaxContentBytes bounds one instruction's text.
+const MaxContentBytes = 1 << 20
+
+func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
+	return env.Store.Update(ctx, func(b *bolt.Tx) error { return fn(&tx{Tx: b, now: env.Now().UTC()}) })
+}
+
+func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
+	return env.Store.View(ctx, func(b *bolt.Tx) error { return fn(&tx{Tx: b, now: env.Now().UTC()}) })
+}
+
+// checkContent rejects text no instruction may have.
+func checkContent(content string) error {
+	if strings.TrimSpace(content) == "" {
+		return op.Errorf(op.KindInvalid, "instruction content is empty").
+			WithHint("give the text as arguments, on stdin, or as \"content\"")
+	}
+	if len(content) > MaxContentBytes {
+		return op.Errorf(op.KindInvalid, "instruction content is %d bytes; the limit is %d", len(content), MaxContentBytes)
+	}
+	return nil
+}
+
+// AddInput adds one or several instructions.
+type AddInput struct {
+	Content  string   `json:"content,omitempty" jsonschema:"the instruction text"`
+	Contents []string `json:"contents,omitempty" jsonschema:"several instructions, added in this order in one transaction"`
+}
+
+// Validate rejects empty content before anything is written.
+func (in *AddInput) Validate() error {
+	if in.Content == "" && len(in.Contents) == 0 {
+		return checkContent("")
+	}
+	if in.Content != "" {
+		if err := checkContent(in.Content); err != nil {
+			return err
+		}
+	}
+	for i, c := range in.Contents {
+		if err := checkContent(c); err != nil {
+			return op.Errorf(op.KindInvalid, "instruction %d of %d: %w", i+1, len(in.Contents), err)
+		}
+	}
+	return nil
+}
+
+// AddOutput is the created instruction, or all of them when several were added.
+type AddOutput struct {
+	Item  *Instruction  `json:"item,omitempty" jsonschema:"the created instruction, when one was added"`
+	Items []Instruction `json:"items,omitempty" jsonschema:"the created instructions, when several were added"`
+	Count int           `json:"count" jsonschema:"how many instructions were added"`
+}
+
+// Add appends instructions to the end of the queue.
+func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
+	contents := in.Contents
+	if in.Content != "" {
+		contents = append([]string{in.Content}, contents...)
+	}
+	var out AddOutput
+	err := update(ctx, env, func(t *tx) error {
+		out = AddOutput{}
+		order := t.lastOrder()
+		base := t.counter(kPending)
+		for i, c := range contents {
+			order += orderStep
+			r, err := t.add(c, order)
+			if err != nil {
+				return err
+			}
+			item := r.instruction(base + i + 1)
+			if err := t.emit(EventCreated, item); err != nil {
+				return err
+			}
+			out.Items = append(out.Items, item)
+		}
+		return nil
+	})
+	if err != nil {
+		return AddOutput{}, err
+	}
+	out.Count = len(out.Items)
+	if out.Count == 1 {
+		out.Item, out.Items = &out.Items[0], nil
+	}
+	return out, nil
+}
+
+// ListInput selects instructions by status.
+type ListInput struct {
+	Status string `json:"status,omitempty" jsonschema:"pending, consumed or all (default all)"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"list at most this many consumed instructions, the most recent (0: all)"`
+}
+
+// RefineSchema declares the accepted statuses.
+func (*ListInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["status"].Enum = []any{"pending", "consumed", "all"}
+	s.Properties["limit"].Minimum = ptr(0.0)
+}
+
+// Validate checks the status.
+func (in *ListInput) Validate() error {
+	switch in.Status {
+	case "", "all", StatusPending, StatusConsumed:
+		return nil
+	}
+	return op.Errorf(op.KindInvalid, "unknown status %q", in.Status).WithHint("use pending, consumed or all")
+}
+
+// ListOutput holds instructions: pending in queue order, then consumed in
+// the order they were taken.
+type ListOutput struct {
+	Items []Instruction `json:"items"`
+}
+
+// List returns instructions in queue order.
+func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
+	out := ListOutput{Items: []Instruction{}}
+	err := view(ctx, env, func(t *tx) error {
+		if in.Status != StatusConsumed {
+			out.Items = append(out.Items, t.pending(0)...)
+		}
+		if in.Status != StatusPending {
+			out.Items = append(out.Items, t.consumed(in.Limit)...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// IDInput names one instruction by id or unique id prefix.
+type IDInput struct {
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+}
+
+// ItemOutput is one instruction.
+type ItemOutput struct {
+	Item Instruction `json:"item"`
+}
+
+// Show returns one instruction.
+func Show(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
+	var out ItemOutput
+	err := view(ctx, env, func(t *tx) error {
+		r, err := t.resolve(in.ID)
+		if err != nil {
+			return err
+		}
+		out.Item = r.instruction(t.position(r.Order))
+		return nil
+	})
+	return out, err
+}
+
+func errConsumed(r record, verb string) error {
+	return op.Errorf(op.KindConflict, "instruction %s was already consumed by %s at %s; only pending instructions can be %s",
+		r.ID, deref(r.ConsumedByAgentID), r.ConsumedAt.Format(time.RFC3339), verb)
+}
+
+// EditInput replaces a pending instruction's text.
+type EditInput struct {
+	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	Content string `json:"content" jsonschema:"the new text"`
+}
+
+// Validate rejects empty content.
+func (in *EditInput) Validate() error { return checkContent(in.Content) }
+
+// Edit changes the text of a pending instruction.
+func Edit(ctx context.Context, env *op.Env, in EditInput) (ItemOutput, error) {
+	var out ItemOutput
+	err := update(ctx, env, func(t *tx) error {
+		r, err := t.resolve(in.ID)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusPending {
+			return errConsumed(r, "edited")
+		}
+		r.Content, r.UpdatedAt = in.Content, t.now
+		if err := t.put(r); err != nil {
+			return err
+		}
+		out.Item = r.instruction(t.position(r.Order))
+		return t.emit(EventUpdated, out.Item)
+	})
+	return out, err
+}
+
+// RemoveOutput reports a deletion.
+type RemoveOutput struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted"`
+}
+
+// Remove deletes a pending instruction.
+func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) {
+	var out RemoveOutput
+	err := update(ctx, env, func(t *tx) error {
+		r, err := t.resolve(in.ID)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusPending {
+			return errConsumed(r, "deleted")
+		}
+		if err := t.remove(r); err != nil {
+			return err
+		}
+		out = RemoveOutput{ID: r.ID, Deleted: true}
+		return t.emit(EventDeleted, instructionDeleted(r.ID))
+	})
+	return out, err
+}
+
+// MoveInput moves a pending instruction to a new place in the queue.
+type MoveInput struct {
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	To int    `json:"to" jsonschema:"the new 1-based position among pending instructions"`
+}
+
+// Move reorders the pending queue.
+func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
+	var out ListOutput
+	err := update(ctx, env, func(t *tx) error {
+		r, err := t.resolve(in.ID)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusPending {
+			return errConsumed(r, "moved")
+		}
+		pending := t.pending(0)
+		if in.To < 1 || in.To > len(pending) {
+			return op.Errorf(op.KindInvalid, "position %d is out of range: there are %d pending instructions", in.To, len(pending)).
+				WithHint("give --to between 1 and %d", len(pending))
+		}
+		ids := make([]string, 0, len(pending))
+		for _, p := range pending {
+			if p.ID != r.ID {
+				ids = append(ids, p.ID)
+			}
+		}
+		ids = append(ids[:in.To-1], append([]string{r.ID}, ids[in.To-1:]...)...)
+		if err := t.renumber(ids); err != nil {
+			return err
+		}
+		out.Items = t.pending(0)
+		for _, item := range out.Items {
+			if err := t.emit(EventUpdated, item); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ServerStatus is the serving process.
+type ServerStatus struct {
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// QueueCounts counts instructions.
+type QueueCounts struct {
+	PendingCount  int `json:"pending_count"`
+	ConsumedCount int `json:"consumed_count"`
+}
+
+// StatusOutput is spec 000's /api/status document, plus every known agent.
+type StatusOutput struct {
+	Server    ServerStatus `json:"server"`
+	Agent     *Agent       `json:"agent" jsonschema:"the most recently seen agent; null before any call"`
+	Agents    []Agent      `json:"agents" jsonschema:"every agent seen, most recent first"`
+	Queue     QueueCounts  `json:"queue"`
+	Settings  Settings     `json:"settings"`
+	LastEvent uint64       `json:"last_event_id" jsonschema:"id of the newest queue event"`
+}
+
+// Empty is the input of operations that take none.
+type Empty struct{}
+
+// Status summarises the queue, its settings and the agents.
+func Status(ctx context.Context, env *op.Env, _ Empty) (StatusOutput, error) {
+	var out StatusOutput
+	err := view(ctx, env, func(t *tx) error {
+		out = status(t, env.Started)
+		return nil
+	})
+	return out, err
+}
+
+func status(t *tx, started time.Time) StatusOutput {
+	s := t.settings()
+	out := StatusOutput{
+		Server:    ServerStatus{Status: "up", StartedAt: started.UTC()},
+		Agents:    t.agents(t.now, s.AgentStaleAfterSeconds),
+		Queue:     QueueCounts{PendingCount: t.counter(kPending), ConsumedCount: t.counter(kConsumed)},
+		Settings:  s,
+		LastEvent: t.lastEvent(),
+	}
+	if len(out.Agents) > 0 {
+		out.Agent = &out.Agents[0]
+	}
+	return out
+}
+
+// PruneInput selects consumed instructions to delete.
+type PruneInput struct {
+	Consumed  bool   `json:"consumed,omitempty" jsonschema:"required as a safeguard: prune consumed instructions"`
+	OlderThan string `json:"older_than,omitempty" jsonschema:"only those consumed longer ago than this duration (e.g. 36h, 7d, 2w)"`
+}
+
+// Validate insists on the explicit --consumed.
+func (in *PruneInput) Validate() error {
+	if !in.Consumed {
+		return op.Errorf(op.KindInvalid, "prune deletes consumed instructions only and needs --consumed to say so")
+	}
+	if in.OlderThan != "" {
+		if _, err := ParseDuration(in.OlderThan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PruneOutput counts what was deleted.
+type PruneOutput struct {
+	Deleted   int `json:"deleted"`
+	Remaining int `json:"remaining_consumed"`
+}
+
+// Prune deletes consumed instructions (history retention).
+func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error) {
+	var out PruneOutput
+	var age time.Duration
+	if in.OlderThan != "" {
+		age, _ = ParseDuration(in.OlderThan)
+	}
+	err := update(ctx, env, func(t *tx) error {
+		out = PruneOutput{}
+		cutoff := t.now.Add(-age)
+		b := t.bucket(bConsumed)
+		c := b.Cursor()
+		var victims []record
+		for k, id := c.First(); k != nil; k, id = c.Next() {
+			r, ok := t.get(string(id))
+			if !ok || (age > 0 && !r.ConsumedAt.Before(cutoff)) {
+				break
+			}
+			victims = append(victims, r)
+		}
+		for _, r := range victims {
+			if err := t.remove(r); err != nil {
+				return err
+			}
+		}
+		out.Deleted = len(victims)
+		out.Remaining = t.counter(kConsumed)
+		return nil
+	})
+	return out, err
+}
+
+// ParseDuration accepts Go durations plus days (d) and weeks (w).
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	for _, unit := range []struct {
+		suffix string
+		d      time.Duration
+	}{{"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}} {
+		if n, ok := strings.CutSuffix(s, unit.suffix); ok {
+			var v float64
+			if _, err := fmt.Sscanf(n, "%g", &v); err == nil && v >= 0 {
+				return time.Duration(v * float64(unit.d)), nil
+			}
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, op.Errorf(op.KindInvalid, "invalid duration %q", s).WithHint("use a number with a unit: 90s, 30m, 36h, 7d, 2w")
+	}
+	return d, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func ptr[T any](v T) *T { return &v }

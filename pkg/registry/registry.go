@@ -1,0 +1,62 @@
+// Package registry lists every lm operation. It is the one place a new
+// domain is wired in: the CLI and the MCP server both read it.
+package registry
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+)
+
+// Group describes a top-level command group.
+type Group struct {
+	Name    string
+	Summary string
+}
+
+// Groups are the command groups in the order help shows them.
+var Groups = []Group{
+	{"queue", "The human→agent instruction queue (get_user_request)"},
+	{"store", "Inspect, check and back up the shared store"},
+}
+
+// All returns every operation, sorted by CLI path. It panics on a duplicate
+// tool name or path, or an operation outside the known groups.
+func All() []op.Operation {
+	var ops []op.Operation
+	for _, domain := range [][]op.Operation{
+		queue.Ops(),
+		admin.Ops(),
+	} {
+		ops = append(ops, domain...)
+	}
+	sort.Slice(ops, func(i, j int) bool {
+		return strings.Join(ops[i].Info().Path, " ") < strings.Join(ops[j].Info().Path, " ")
+	})
+	names, paths := map[string]bool{}, map[string]bool{}
+	for _, o := range ops {
+		m := o.Info()
+		p := strings.Join(m.Path, " ")
+		if names[m.Name] || paths[p] {
+			panic(fmt.Sprintf("registry: duplicate operation %s (%s)", m.Name, p))
+		}
+		if !known(m.Group()) {
+			panic(fmt.Sprintf("registry: operation %s is in unknown group %q", m.Name, m.Group()))
+		}
+		names[m.Name], paths[p] = true, true
+	}
+	return ops
+}
+
+func known(group string) bool {
+	for _, g := range Groups {
+		if g.Name == group {
+			return true
+		}
+	}
+	return false
+}

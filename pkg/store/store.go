@@ -1,0 +1,281 @@
+// Package store is lm's shared bbolt database. Many lm processes use one
+// file at once (agents each spawning `lm mcp`, a gateway, scripts), and bbolt
+// holds a file lock for as long as a handle is open, so every transaction
+// opens the file, runs, and closes it again; nothing keeps it open while it
+// waits. Writers wake waiters in other processes through a sidecar file
+// watched with inotify (see [Store.Watch]).
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this binary writes. A store with an
+// older version is migrated on first write; a newer one is refused.
+const SchemaVersion = 1
+
+// DefaultLockTimeout is how long an operation waits for another process to
+// release the store before failing.
+const DefaultLockTimeout = 5 * time.Second
+
+var (
+	metaBucket = []byte("meta")
+	versionKey = []byte("schema_version")
+)
+
+// ErrLocked is returned (wrapped in a [LockedError]) when the store stayed
+// locked by another process past the lock timeout.
+var ErrLocked = errors.New("store is locked")
+
+// LockedError names the store that could not be locked in time.
+type LockedError struct {
+	Path   string
+	Waited time.Duration
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("store %s is locked by another process (waited %s)", e.Path, e.Waited)
+}
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// VersionError reports a store written by a newer lm.
+type VersionError struct {
+	Path          string
+	Found, Wanted int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("store %s has schema version %d, newer than this lm understands (%d); upgrade lm", e.Path, e.Found, e.Wanted)
+}
+
+// Store is a handle on the database file; it holds nothing open.
+type Store struct {
+	Path        string
+	LockTimeout time.Duration
+}
+
+// New returns a handle for the store at path.
+func New(path string, lockTimeout time.Duration) *Store {
+	if lockTimeout <= 0 {
+		lockTimeout = DefaultLockTimeout
+	}
+	return &Store{Path: path, LockTimeout: lockTimeout}
+}
+
+// LockPath is the sidecar file used for locking and change notification.
+func (s *Store) LockPath() string { return s.Path + ".lock" }
+
+// inProcess serialises opens of one path within this process: a second flock
+// from the same process would wait on the first.
+var inProcess sync.Map // path -> *sync.Mutex
+
+func (s *Store) processMutex() *sync.Mutex {
+	m, _ := inProcess.LoadOrStore(s.Path, new(sync.Mutex))
+	return m.(*sync.Mutex)
+}
+
+// Update runs fn in a read-write transaction. If fn returns an error nothing
+// is written. After a successful commit, watchers in every process are woken.
+func (s *Store) Update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	return s.run(ctx, true, fn)
+}
+
+// View runs fn in a read-only transaction. A store that does not exist yet
+// is created first, so readers see an empty, current store.
+func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if _, err := os.Stat(s.Path); errors.Is(err, os.ErrNotExist) {
+		if err := s.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+			return err
+		}
+	}
+	err := s.run(ctx, false, fn)
+	if errors.Is(err, errNeedsMigration) {
+		// A read-only transaction cannot migrate; a write migrates once.
+		if err := s.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+			return err
+		}
+		err = s.run(ctx, false, fn)
+	}
+	return err
+}
+
+var errNeedsMigration = errors.New("store needs migration")
+
+func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) error {
+	mu := s.processMutex()
+	mu.Lock()
+	defer mu.Unlock()
+
+	if write {
+		if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+			return fmt.Errorf("create store directory: %w", err)
+		}
+	}
+	lock, err := acquire(ctx, s.LockPath(), write, s.LockTimeout)
+	if err != nil {
+		if errors.Is(err, ErrLocked) {
+			return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+		}
+		return err
+	}
+	defer lock.release()
+
+	// Every lm process takes the sidecar lock first, so bbolt's own flock
+	// only waits on foreign tools holding the file.
+	db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+	}
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", s.Path, err)
+	}
+	defer db.Close()
+
+	if !write {
+		return db.View(func(tx *bolt.Tx) error {
+			if err := s.checkVersion(tx); err != nil {
+				return err
+			}
+			if Version(tx) < SchemaVersion {
+				return errNeedsMigration
+			}
+			return fn(tx)
+		})
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := s.migrate(tx); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	if err != nil {
+		return err
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.Path, err)
+	}
+	lock.notify()
+	return nil
+}
+
+// Version reads the schema version: 0 for a store never written.
+func Version(tx *bolt.Tx) int {
+	b := tx.Bucket(metaBucket)
+	if b == nil {
+		return 0
+	}
+	v := b.Get(versionKey)
+	if len(v) == 0 {
+		return 0
+	}
+	n := 0
+	fmt.Sscanf(string(v), "%d", &n)
+	return n
+}
+
+func (s *Store) checkVersion(tx *bolt.Tx) error {
+	if v := Version(tx); v > SchemaVersion {
+		return &VersionError{Path: s.Path, Found: v, Wanted: SchemaVersion}
+	}
+	return nil
+}
+
+// A migration moves a store from version To-1 to To, inside the write
+// transaction that first opens the store with this binary.
+type migration struct {
+	To    int
+	Apply func(*bolt.Tx) error
+}
+
+// migrations lists every layout change in order. Version 1 is the first
+// layout: domain packages create their buckets on first use.
+var migrations = []migration{
+	{To: 1, Apply: func(*bolt.Tx) error { return nil }},
+}
+
+func (s *Store) migrate(tx *bolt.Tx) error {
+	v := Version(tx)
+	if v == SchemaVersion {
+		return nil
+	}
+	if err := s.checkVersion(tx); err != nil {
+		return err
+	}
+	for _, m := range migrations {
+		if m.To <= v {
+			continue
+		}
+		if err := m.Apply(tx); err != nil {
+			return fmt.Errorf("migrate store %s to schema %d: %w", s.Path, m.To, err)
+		}
+	}
+	b, err := tx.CreateBucketIfNotExists(metaBucket)
+	if err != nil {
+		return err
+	}
+	return b.Put(versionKey, fmt.Appendf(nil, "%d", SchemaVersion))
+}
+
+// fileLock is a flock on the sidecar file.
+type fileLock struct{ f *os.File }
+
+// acquire takes the sidecar lock, polling with a short backoff: a blocking
+// flock cannot be abandoned at a timeout, and bbolt's own 50 ms poll would
+// add that much latency to every contended transaction.
+func acquire(ctx context.Context, path string, exclusive bool, timeout time.Duration) (*fileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store lock: %w", err)
+	}
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	deadline := time.Now().Add(timeout)
+	wait := 50 * time.Microsecond
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return &fileLock{f: f}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock store: %w", err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, ErrLocked
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 5*time.Millisecond)
+	}
+}
+
+// notify tells watchers that a write committed. Writing one byte at offset 0
+// raises an inotify IN_MODIFY on the sidecar without growing it.
+func (l *fileLock) notify() {
+	l.f.WriteAt([]byte{'\n'}, 0)
+}
+
+func (l *fileLock) release() {
+	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+}

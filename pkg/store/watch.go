@@ -1,0 +1,104 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// watchers holds one inotify watch per store path for the whole process;
+// every Watch call subscribes to it.
+var (
+	watchersMu sync.Mutex
+	watchers   = map[string]*hub{}
+)
+
+type hub struct {
+	mu   sync.Mutex
+	subs map[chan struct{}]struct{}
+	w    *fsnotify.Watcher
+}
+
+// Watch returns a channel that receives a value after any process commits a
+// write to the store. Sends never block: a slow reader sees one pending
+// signal for many commits, so readers re-read the store after each signal.
+// Subscribe before reading the state you wait on, so no change is missed.
+// Call cancel to unsubscribe.
+func (s *Store) Watch() (changes <-chan struct{}, cancel func(), err error) {
+	h, err := s.hub()
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}, nil
+}
+
+func (s *Store) hub() (*hub, error) {
+	watchersMu.Lock()
+	defer watchersMu.Unlock()
+	if h := watchers[s.Path]; h != nil {
+		return h, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("create store directory: %w", err)
+	}
+	f, err := os.OpenFile(s.LockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store lock: %w", err)
+	}
+	f.Close()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch store: %w", err)
+	}
+	if err := w.Add(s.LockPath()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("watch store %s: %w", s.LockPath(), err)
+	}
+	h := &hub{subs: map[chan struct{}]struct{}{}, w: w}
+	go h.loop()
+	watchers[s.Path] = h
+	return h, nil
+}
+
+func (h *hub) loop() {
+	for {
+		select {
+		case ev, ok := <-h.w.Events:
+			if !ok {
+				return
+			}
+			if ev.Has(fsnotify.Write) {
+				h.broadcast()
+			}
+		case _, ok := <-h.w.Errors:
+			if !ok {
+				return
+			}
+			// An overflowed inotify queue lost events: wake everyone so
+			// they re-read the store rather than sleep through a change.
+			h.broadcast()
+		}
+	}
+}
+
+func (h *hub) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
