@@ -31,6 +31,7 @@ func (a *app) opCommand(o op.Operation) *ucli.Command {
 	schema := o.InputSchema()
 	cmd := &ucli.Command{
 		Name:      m.Path[len(m.Path)-1],
+		Hidden:    m.Hidden,
 		Usage:     m.Summary,
 		ArgsUsage: argsUsage(m, schema),
 		Description: strings.TrimSpace(strings.Join(nonEmpty(m.Description,

@@ -66,6 +66,9 @@ type Meta struct {
 	Stream bool
 	// CLIOnly keeps the operation off MCP.
 	CLIOnly bool
+	// Hidden keeps a CLI command out of help and completion (internal
+	// entry points such as a supervisor process).
+	Hidden bool
 }
 
 // Group is the operation's group, the first element of its path.

@@ -1,0 +1,34 @@
+// Package testscripts runs the *.txtar CLI scenarios against the real lm
+// binary (the test binary re-executed as lm, lm-queue, …).
+package testscripts
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"lmtool.dev/lm/cli"
+)
+
+func TestMain(m *testing.M) {
+	lm := func() { os.Exit(cli.Main()) }
+	testscript.Main(m, map[string]func(){
+		"lm":       lm,
+		"lm-queue": lm,
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 ".",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("LM_HOME", filepath.Join(e.WorkDir, ".lm"))
+			return nil
+		},
+		Cmds: commands,
+	})
+}
