@@ -2,10 +2,8 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/server"
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/mcpx"
@@ -39,12 +37,10 @@ func (a *app) mcpCommand() *ucli.Command {
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
-			stdio := server.NewStdioServer(s)
-			err = stdio.Listen(ctx, a.streams.In, a.streams.Out)
-			if err == nil || errors.Is(err, context.Canceled) {
-				return nil
+			if err := mcpx.ServeStdio(ctx, s, a.streams.In, a.streams.Out); err != nil {
+				return &commandError{cmd: "mcp", err: err}
 			}
-			return &commandError{cmd: "mcp", err: err}
+			return nil
 		},
 	}
 }

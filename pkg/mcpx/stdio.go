@@ -1,0 +1,130 @@
+package mcpx
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// DrainGrace is how long requests still in flight at the end of stdin may
+// run before they are cancelled. A client that writes its requests and
+// closes stdin still gets its answers; a wait for an instruction that nobody
+// will read ends (and claims nothing).
+const DrainGrace = 3 * time.Second
+
+// ServeStdio serves s on in and out until in ends or ctx is cancelled. Only
+// JSON-RPC is written to out.
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer) error {
+	t := &tracker{pending: map[string]bool{}, idle: make(chan struct{}, 1)}
+	stdio := server.NewStdioServer(s)
+	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t}, &responseWriter{w: out, t: t})
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// tracker counts requests that have been read but not yet answered.
+type tracker struct {
+	mu      sync.Mutex
+	pending map[string]bool
+	idle    chan struct{}
+}
+
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+}
+
+func (t *tracker) saw(line []byte, request bool) {
+	var e envelope
+	if json.Unmarshal(line, &e) != nil || len(e.ID) == 0 || string(e.ID) == "null" {
+		return
+	}
+	if request != (e.Method != "") {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if request {
+		t.pending[string(e.ID)] = true
+		return
+	}
+	delete(t.pending, string(e.ID))
+	if len(t.pending) == 0 {
+		select {
+		case t.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (t *tracker) busy() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pending) > 0
+}
+
+// drainReader passes stdin through, noting requests, and holds back the end
+// of input until the requests in flight are answered or DrainGrace passes.
+type drainReader struct {
+	r   *bufio.Reader
+	t   *tracker
+	buf []byte
+}
+
+func (d *drainReader) Read(p []byte) (int, error) {
+	if len(d.buf) == 0 {
+		line, err := d.r.ReadBytes('\n')
+		if len(line) > 0 {
+			d.t.saw(bytes.TrimSpace(line), true)
+			d.buf = line
+		}
+		if err != nil && len(line) == 0 {
+			if err == io.EOF {
+				d.drain()
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, d.buf)
+	d.buf = d.buf[n:]
+	return n, nil
+}
+
+func (d *drainReader) drain() {
+	deadline := time.After(DrainGrace)
+	for d.t.busy() {
+		select {
+		case <-d.t.idle:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// responseWriter passes responses through, noting which requests they answer.
+type responseWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+	t  *tracker
+}
+
+func (r *responseWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	n, err := r.w.Write(p)
+	r.mu.Unlock()
+	for _, line := range bytes.Split(p, []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			r.t.saw(line, false)
+		}
+	}
+	return n, err
+}
