@@ -54,7 +54,7 @@ func (a *app) opCommand(o op.Operation) *ucli.Command {
 		if bound[name] {
 			continue
 		}
-		if f := flagFor(name, schema.Properties[name]); f != nil {
+		if f := flagFor(name, schema.Properties[name], m.Aliases[name]); f != nil {
 			cmd.Flags = append(cmd.Flags, f)
 		}
 	}
@@ -69,10 +69,12 @@ func (a *app) opCommand(o op.Operation) *ucli.Command {
 
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
-func flagFor(field string, s *jsonschema.Schema) ucli.Flag {
+func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 	name := flagName(field)
-	if reservedFlags[name] {
-		panic(fmt.Sprintf("cli: input field %q collides with a global flag", field))
+	for _, n := range append([]string{name}, aliases...) {
+		if reservedFlags[n] {
+			panic(fmt.Sprintf("cli: flag --%s of field %q collides with a global flag", n, field))
+		}
 	}
 	usage := s.Description
 	if len(s.Enum) > 0 {
@@ -88,16 +90,16 @@ func flagFor(field string, s *jsonschema.Schema) ucli.Flag {
 	}
 	switch types[0] {
 	case "string":
-		return &ucli.StringFlag{Name: name, Usage: usage, Local: true}
+		return &ucli.StringFlag{Name: name, Aliases: aliases, Usage: usage, Local: true}
 	case "integer":
-		return &ucli.Int64Flag{Name: name, Usage: usage, Local: true}
+		return &ucli.Int64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true}
 	case "number":
-		return &ucli.Float64Flag{Name: name, Usage: usage, Local: true}
+		return &ucli.Float64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true}
 	case "boolean":
-		return &ucli.BoolFlag{Name: name, Usage: usage, Local: true}
+		return &ucli.BoolFlag{Name: name, Aliases: aliases, Usage: usage, Local: true}
 	case "array":
 		if s.Items != nil && len(op.SchemaTypes(s.Items)) == 1 && op.SchemaTypes(s.Items)[0] == "string" {
-			return &ucli.StringSliceFlag{Name: name, Usage: usage + " (repeatable)", Local: true}
+			return &ucli.StringSliceFlag{Name: name, Aliases: aliases, Usage: usage + " (repeatable)", Local: true}
 		}
 	}
 	return nil // objects and other arrays come through --input
@@ -187,7 +189,7 @@ func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, in map[st
 			return nil
 		case kind == "array":
 			in[field] = []string{args[i]}
-		case kind == "string" && last:
+		case kind == "string" && last && field == m.StdinText:
 			in[field] = strings.Join(args[i:], " ")
 			return nil
 		case kind == "integer":

@@ -1,7 +1,11 @@
 package testscripts
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -11,8 +15,43 @@ import (
 
 // commands are the custom script commands.
 var commands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
-	"waitfile": waitFile,
-	"holdlock": holdLock,
+	"waitfile":  waitFile,
+	"holdlock":  holdLock,
+	"exits":     exits,
+	"jsonlines": jsonLines,
+}
+
+// jsonlines FILE checks that every line of FILE (or stdout) is one JSON value.
+func jsonLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: jsonlines FILE")
+	}
+	for i, line := range strings.Split(strings.TrimRight(ts.ReadFile(args[0]), "\n"), "\n") {
+		if !json.Valid([]byte(line)) {
+			ts.Fatalf("%s line %d is not JSON: %q", args[0], i+1, line)
+		}
+	}
+}
+
+// exits CODE PROG [ARGS...] runs a program like exec and checks its exact
+// exit status, keeping its stdout and stderr for the next commands.
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROG [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
 }
 
 // waitfile FILE [TIMEOUT] waits until FILE exists and is not empty.

@@ -49,6 +49,9 @@ type Meta struct {
 	// last may name a []string field, which takes the remaining arguments;
 	// a string field given several words joins them with spaces.
 	Args []string
+	// Aliases gives input fields extra CLI flag names ("agent_id" →
+	// {"agent"} adds --agent beside --agent-id).
+	Aliases map[string][]string
 	// StdinText names a string field read as text from stdin when the CLI
 	// invocation leaves it unset (or sets it to "-") and stdin is not a
 	// terminal.

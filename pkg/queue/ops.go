@@ -27,13 +27,14 @@ func Ops() []op.Operation {
 				"If none is pending it waits up to the user's default_wait_seconds for one, then answers with result_type empty or default_response. " +
 				"Agents should call this again after every answer instead of ending their session, so they pick up new instructions. " +
 				"On the CLI it exits 0 when an instruction was delivered and 7 when the wait ended empty.",
-			Examples: "lm queue next --agent-id me --jq -r .instruction.content\nwhile lm queue next > task.json; do …; done",
+			Aliases:  map[string][]string{"agent_id": {"agent"}},
+			Examples: "lm queue next --agent me -r --jq .instruction.content\nwhile lm queue next > task.json; do …; done",
 			Effect:   op.Mutating,
 		}, Next),
 		op.New(op.Meta{
 			Name: "queue_list", Path: []string{"queue", "list"},
 			Summary:  "List instructions: pending in queue order, then consumed",
-			Examples: "lm queue list --status pending --jq -r '.items[] | \"\\(.position) \\(.content)\"'",
+			Examples: "lm queue list --status pending -r --jq '.items[] | \"\\(.position) \\(.content)\"'",
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{
@@ -83,7 +84,7 @@ func Ops() []op.Operation {
 			Name: "queue_watch", Path: []string{"queue", "watch"},
 			Summary:     "Print queue events as JSON Lines as they happen, from any process",
 			Description: "Event types: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated. Each carries the full item.",
-			Examples:    "lm queue watch --jq -r 'select(.type==\"instruction.consumed\") | .data.content'",
+			Examples:    "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",
 			Effect:      op.ReadOnly, Stream: true, CLIOnly: true,
 		}, Watch),
 	}
