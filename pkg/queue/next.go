@@ -43,7 +43,7 @@ func (o NextOutput) ExitCode() int {
 }
 
 // progressEvery is how often a waiting call reports progress.
-const progressEvery = 5 * time.Second
+const progressEvery = 2 * time.Second
 
 // generations numbers each agent's calls within this process: a newer call
 // from the same agent supersedes an older one still waiting, so a call its

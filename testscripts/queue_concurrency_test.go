@@ -1,0 +1,312 @@
+package testscripts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// lmEnv is the environment of lm processes using the store in home.
+func lmEnv(home string) []string {
+	return append(os.Environ(), "LM_HOME="+home, "LM_STORE=")
+}
+
+func runLM(t *testing.T, home string, stdin string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("lm", args...)
+	cmd.Env = lmEnv(home)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	if err != nil {
+		exit, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("lm %v: %v", args, err)
+		}
+		code = exit.ExitCode()
+	}
+	if code != 0 && code != 7 {
+		t.Fatalf("lm %v: exit %d: %s", args, code, stderr.String())
+	}
+	return string(out), code
+}
+
+// startMCP starts `lm mcp` as an MCP client would and initializes a session.
+func startMCP(t *testing.T, home, name string) *client.Client {
+	t.Helper()
+	c, err := client.NewStdioMCPClient("lm", []string{"LM_HOME=" + home, "LM_STORE="}, "mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// NewStdioMCPClient starts the transport but leaves the client's
+	// notification routing to Start, which is idempotent. The process lives
+	// as long as the context given here, so it is not the call's context.
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type nextResult struct {
+	ResultType  string `json:"result_type"`
+	Instruction *struct {
+		ID      string `json:"id"`
+		Content string `json:"content"`
+	} `json:"instruction"`
+}
+
+func callNext(ctx context.Context, c *client.Client, agent string) (nextResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = "get_user_request"
+	req.Params.Arguments = map[string]any{"agent_id": agent}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return nextResult{}, err
+	}
+	if res.IsError {
+		return nextResult{}, fmt.Errorf("tool error: %v", res.Content)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var r nextResult
+	return r, json.Unmarshal(raw, &r)
+}
+
+// TestQueueExactlyOnceAcrossProcesses races 2 producer processes adding 500
+// instructions against 3 `lm mcp` consumers and 2 `lm queue next` loops:
+// every instruction must be delivered exactly once and none lost.
+func TestQueueExactlyOnceAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process race: not in -short")
+	}
+	home := t.TempDir()
+	runLM(t, home, "", "queue", "config", "default_wait_seconds=1")
+	const producers, perProducer = 2, 250
+
+	var mu sync.Mutex
+	delivered := map[string]int{}
+	record := func(content string) {
+		mu.Lock()
+		delivered[content]++
+		mu.Unlock()
+	}
+	produced := make(chan struct{})
+	var consumers sync.WaitGroup
+	done := func(empty bool) bool {
+		select {
+		case <-produced:
+			return empty
+		default:
+			return false
+		}
+	}
+
+	for i := range 3 {
+		c := startMCP(t, home, fmt.Sprintf("mcp-%d", i))
+		consumers.Add(1)
+		go func() {
+			defer consumers.Done()
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				r, err := callNext(ctx, c, fmt.Sprintf("mcp-%d", i))
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Instruction != nil {
+					record(r.Instruction.Content)
+				}
+				if done(r.Instruction == nil) {
+					return
+				}
+			}
+		}()
+	}
+	for i := range 2 {
+		consumers.Add(1)
+		go func() {
+			defer consumers.Done()
+			for {
+				out, code := runLM(t, home, "", "queue", "next", "--agent-id", fmt.Sprintf("cli-%d", i), "-r", "--jq", ".instruction.content // empty")
+				if code == 0 {
+					record(strings.TrimSuffix(out, "\n"))
+				}
+				if done(code == 7) {
+					return
+				}
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perProducer; {
+				n := min(1+rand.IntN(8), perProducer-i)
+				if n == 1 {
+					runLM(t, home, "", "queue", "add", fmt.Sprintf("p%d-%d", p, i))
+				} else {
+					var lines strings.Builder
+					for j := range n {
+						fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("p%d-%d", p, i+j))
+					}
+					runLM(t, home, lines.String(), "queue", "add", "--jsonl")
+				}
+				i += n
+			}
+		}()
+	}
+	wg.Wait()
+	close(produced)
+	consumers.Wait()
+
+	if len(delivered) != producers*perProducer {
+		t.Errorf("%d distinct instructions delivered, want %d", len(delivered), producers*perProducer)
+	}
+	for content, n := range delivered {
+		if n != 1 {
+			t.Errorf("%q delivered %d times", content, n)
+		}
+	}
+	out, _ := runLM(t, home, "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
+	if want := fmt.Sprintf("0 %d\n", producers*perProducer); out != want {
+		t.Errorf("status counts %q, want %q", out, want)
+	}
+}
+
+// TestKilledWaiterClaimsNothing kills a waiting consumer and checks that an
+// instruction added afterwards is still pending, for the next consumer.
+func TestKilledWaiterClaimsNothing(t *testing.T) {
+	home := t.TempDir()
+	runLM(t, home, "", "queue", "config", "default_wait_seconds=60")
+	cmd := exec.Command("lm", "queue", "next", "--agent-id", "victim")
+	cmd.Env = lmEnv(home)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		out, _ := runLM(t, home, "", "queue", "status", "-r", "--jq", `.agents[] | select(.agent_id=="victim") | .waiting`)
+		return strings.TrimSpace(out) == "true"
+	})
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	runLM(t, home, "", "queue", "add", "for the living")
+	out, _ := runLM(t, home, "", "queue", "list", "-r", "--jq", `.items[] | "\(.status) \(.content)"`)
+	if out != "pending for the living\n" {
+		t.Fatalf("after killing the waiter, list = %q", out)
+	}
+	runLM(t, home, "", "queue", "config", "default_wait_seconds=0")
+	out, _ = runLM(t, home, "", "queue", "next", "--agent-id", "survivor", "-r", "--jq", ".instruction.content")
+	if out != "for the living\n" {
+		t.Fatalf("survivor got %q", out)
+	}
+}
+
+// TestStoreSurvivesKills SIGKILLs producers and consumers at random moments
+// and checks that the store stays sound and consistent: every instruction
+// pending, or consumed with its agent and time.
+func TestStoreSurvivesKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill loop: not in -short")
+	}
+	home := t.TempDir()
+	runLM(t, home, "", "queue", "config", "default_wait_seconds=1")
+	var batch strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&batch, "%q\n", fmt.Sprintf("bulk %d", i))
+	}
+	for round := range 40 {
+		var cmds []*exec.Cmd
+		for i := range 3 {
+			var cmd *exec.Cmd
+			switch i {
+			case 0:
+				cmd = exec.Command("lm", "queue", "add", "--jsonl")
+				cmd.Stdin = strings.NewReader(batch.String())
+			case 1:
+				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
+			default:
+				cmd = exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d", round))
+			}
+			cmd.Env = lmEnv(home)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+		}
+		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
+		for _, cmd := range cmds {
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+	}
+	out, code := runLM(t, home, "", "store", "check", "-r", "--jq", ".ok")
+	if code != 0 || out != "true\n" {
+		t.Fatalf("store check: %q (exit %d)", out, code)
+	}
+	list, _ := runLM(t, home, "", "queue", "list", "--status", "all")
+	var items struct {
+		Items []struct {
+			Status     string  `json:"status"`
+			ConsumedAt *string `json:"consumed_at"`
+			Agent      *string `json:"consumed_by_agent_id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(list), &items); err != nil {
+		t.Fatal(err)
+	}
+	pending, consumed := 0, 0
+	for _, it := range items.Items {
+		switch {
+		case it.Status == "pending" && it.ConsumedAt == nil:
+			pending++
+		case it.Status == "consumed" && it.ConsumedAt != nil && it.Agent != nil:
+			consumed++
+		default:
+			t.Errorf("inconsistent instruction: %+v", it)
+		}
+	}
+	counts, _ := runLM(t, home, "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
+	if want := fmt.Sprintf("%d %d\n", pending, consumed); counts != want {
+		t.Errorf("status counts %q, but the list has %q", counts, want)
+	}
+	if _, err := os.Stat(filepath.Join(home, "lm.db")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 15s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
