@@ -36,6 +36,9 @@ type tracker struct {
 	mu      sync.Mutex
 	pending map[string]bool
 	idle    chan struct{}
+	// initializing is the id of an initialize request not yet answered.
+	initializing string
+	initialized  chan struct{}
 }
 
 type envelope struct {
@@ -55,14 +58,39 @@ func (t *tracker) saw(line []byte, request bool) {
 	defer t.mu.Unlock()
 	if request {
 		t.pending[string(e.ID)] = true
+		if e.Method == "initialize" {
+			t.initializing, t.initialized = string(e.ID), make(chan struct{})
+		}
 		return
 	}
 	delete(t.pending, string(e.ID))
+	if string(e.ID) == t.initializing {
+		close(t.initialized)
+		t.initializing = ""
+	}
 	if len(t.pending) == 0 {
 		select {
 		case t.idle <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// awaitInitialize blocks while an initialize request is unanswered. mcp-go
+// handles requests concurrently, so a client that pipelines its first call
+// behind initialize would otherwise race the handshake (and, for one, be
+// served without the client name that get_user_request uses as agent id).
+func (t *tracker) awaitInitialize() {
+	t.mu.Lock()
+	ch := t.initialized
+	pending := t.initializing != ""
+	t.mu.Unlock()
+	if !pending {
+		return
+	}
+	select {
+	case <-ch:
+	case <-time.After(DrainGrace):
 	}
 }
 
@@ -82,6 +110,7 @@ type drainReader struct {
 
 func (d *drainReader) Read(p []byte) (int, error) {
 	if len(d.buf) == 0 {
+		d.t.awaitInitialize()
 		line, err := d.r.ReadBytes('\n')
 		if len(line) > 0 {
 			d.t.saw(bytes.TrimSpace(line), true)
