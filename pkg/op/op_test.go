@@ -1,0 +1,120 @@
+package op
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+type greetIn struct {
+	Name  string   `json:"name" jsonschema:"who to greet"`
+	Times int      `json:"times,omitempty"`
+	Tags  []string `json:"tags,omitempty"`
+	Mood  string   `json:"mood,omitempty"`
+}
+
+func (*greetIn) RefineSchema(s *jsonschema.Schema) { s.Properties["mood"].Enum = []any{"calm", "loud"} }
+
+func (in *greetIn) Validate() error {
+	if in.Times < 0 {
+		return errors.New("times cannot be negative")
+	}
+	return nil
+}
+
+type greetOut struct {
+	Text string `json:"text"`
+}
+
+func greet() Operation {
+	return New(Meta{Name: "greet", Path: []string{"demo", "greet"}, Summary: "Greet"},
+		func(_ context.Context, _ *Env, in greetIn) (greetOut, error) {
+			return greetOut{Text: strings.Repeat("hi "+in.Name+" ", max(in.Times, 1))}, nil
+		})
+}
+
+func TestCallValidatesWithClearMessages(t *testing.T) {
+	o := greet()
+	for _, tc := range []struct {
+		input, want string
+	}{
+		{`{"name":"ada","colour":1}`, `unknown field "colour"`},
+		{`{}`, `missing required field "name"`},
+		{`{"name":5}`, `field "name" must be a string, got integer`},
+		{`{"name":"ada","times":"x"}`, `field "times" must be an integer, got string`},
+		{`{"name":"ada","tags":"x"}`, `field "tags" must be an array, got string`},
+		{`{"name":"ada","mood":"sad"}`, `field "mood" must be one of calm, loud, got sad`},
+		{`{"name":"ada","times":-1}`, `times cannot be negative`},
+		{`[1]`, `input must be a JSON object, got array`},
+		{`{"name":`, `input is not valid JSON`},
+	} {
+		_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
+		}
+		if KindOf(err) != KindInvalid {
+			t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
+		}
+	}
+	out, err := o.Call(context.Background(), &Env{}, json.RawMessage(`{"name":"ada","times":2,"tags":["a"]}`))
+	if err != nil || out.(greetOut).Text != "hi ada hi ada " {
+		t.Fatalf("valid call: %v %v", out, err)
+	}
+	if _, err := o.Call(context.Background(), &Env{}, nil); !strings.Contains(err.Error(), "missing required field") {
+		t.Errorf("empty input is {}: %v", err)
+	}
+}
+
+func TestUnknownFieldHintListsAccepted(t *testing.T) {
+	_, err := greet().Call(context.Background(), &Env{}, json.RawMessage(`{"nme":"x"}`))
+	env := EnvelopeOf(err)
+	if env.Suggestion != "accepted fields: mood, name, tags, times" || env.ExitCode != 2 || env.ErrorCategory != "invalid_input" {
+		t.Fatalf("envelope %+v", env)
+	}
+}
+
+func TestNewPanicsOnBadDefinitions(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a positional argument that is no field must panic")
+		}
+	}()
+	New(Meta{Name: "x", Path: []string{"x"}, Summary: "x", Args: []string{"nope"}},
+		func(context.Context, *Env, greetIn) (greetOut, error) { return greetOut{}, nil })
+}
+
+func TestKindsAreTheExitCodeTable(t *testing.T) {
+	want := map[Kind]int{KindInternal: 1, KindInvalid: 2, KindNotFound: 3, KindConflict: 4, KindDenied: 5, KindUnavailable: 6, KindTimeout: 7, KindChecksFailed: 8}
+	for k, code := range want {
+		if k.ExitCode() != code {
+			t.Errorf("%v exits %d, want %d", k, k.ExitCode(), code)
+		}
+	}
+	if KindOf(errors.New("boom")) != KindInternal || KindOf(nil) != KindOK {
+		t.Error("plain errors are internal, nil is ok")
+	}
+	wrapped := Errorf(KindNotFound, "no such thing").WithCategory("file_not_found")
+	env := EnvelopeOf(fmtWrap(wrapped))
+	if env.ErrorCategory != "file_not_found" || env.ExitCode != 3 {
+		t.Errorf("wrapped error envelope %+v", env)
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("context"), err) }
+
+func FuzzCall(f *testing.F) {
+	for _, seed := range []string{`{"name":"a"}`, `{}`, `[]`, `{"name":1,"tags":[1]}`, `{"mood":null}`} {
+		f.Add(seed)
+	}
+	o := greet()
+	f.Fuzz(func(t *testing.T, input string) {
+		_, err := o.Call(context.Background(), &Env{}, json.RawMessage(input))
+		if err != nil && KindOf(err) != KindInvalid {
+			t.Fatalf("%q: a bad input must be invalid, got %v (%v)", input, KindOf(err), err)
+		}
+	})
+}
