@@ -2,7 +2,7 @@
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
-LDFLAGS  := -s -w -X lmtool.dev/lm/cli.version=$(VERSION) -X lmtool.dev/lm/cli.commit=$(COMMIT)
+LDFLAGS  := -s -w -X lmtool.dev/lm/pkg/buildinfo.version=$(VERSION) -X lmtool.dev/lm/pkg/buildinfo.commit=$(COMMIT)
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man/man1

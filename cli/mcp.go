@@ -6,6 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v3"
 
+	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/mcpx"
 )
 
@@ -33,7 +34,7 @@ func (a *app) mcpCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
-			s, err := mcpx.NewServer(a.ops, *env, version, only)
+			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}

@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v3"
 
+	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 )
@@ -21,7 +22,7 @@ func (a *app) root() *ucli.Command {
 		Usage: "composable tools for people and coding agents, over one shared store",
 		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
 			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + exitCodeText,
-		Version:                   version,
+		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
 		Writer:                    a.streams.Out,
 		ErrWriter:                 a.streams.Err,
@@ -52,6 +53,10 @@ func (a *app) root() *ucli.Command {
 	}
 	for _, o := range a.ops {
 		m := o.Info()
+		if len(m.Path) == 1 {
+			root.Commands = append(root.Commands, a.opCommand(o))
+			continue
+		}
 		parent := groups[m.Group()]
 		for _, name := range m.Path[1 : len(m.Path)-1] {
 			child := parent.Command(name)
@@ -63,7 +68,7 @@ func (a *app) root() *ucli.Command {
 		}
 		parent.Commands = append(parent.Commands, a.opCommand(o))
 	}
-	root.Commands = append(root.Commands, a.versionCommand(), a.mcpCommand())
+	root.Commands = append(root.Commands, a.mcpCommand())
 	root.Walk(func(c *ucli.Command) error {
 		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
 			return &usageError{cmd: c.FullName(), err: err}

@@ -4,10 +4,12 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 )
@@ -24,6 +26,9 @@ var Groups = []Group{
 	{"store", "Inspect, check and back up the shared store"},
 }
 
+// Commands are the operations that are top-level commands, not groups.
+var Commands = []string{"version"}
+
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
@@ -31,6 +36,7 @@ func All() []op.Operation {
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
 		admin.Ops(),
+		buildinfo.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
@@ -44,7 +50,7 @@ func All() []op.Operation {
 		if names[m.Name] || paths[p] {
 			panic(fmt.Sprintf("registry: duplicate operation %s (%s)", m.Name, p))
 		}
-		if !known(m.Group()) {
+		if !known(m.Group()) && !slices.Contains(Commands, m.Group()) {
 			panic(fmt.Sprintf("registry: operation %s is in unknown group %q", m.Name, m.Group()))
 		}
 		names[m.Name], paths[p] = true, true
