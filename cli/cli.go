@@ -41,7 +41,9 @@ func Main() int {
 func Run(ctx context.Context, args []string, s Streams) int {
 	a := &app{streams: s, started: time.Now()}
 	root := a.root()
-	err := root.Run(ctx, multiCall(args, root))
+	args = multiCall(args, root)
+	a.prepare(args[1:])
+	err := root.Run(ctx, args)
 	return a.exit(ctx, root, err)
 }
 
@@ -63,6 +65,7 @@ type app struct {
 	streams Streams
 	started time.Time
 	ops     []op.Operation
+	leaves  []leaf
 }
 
 // usageError is a malformed command line.

@@ -24,16 +24,14 @@ var reservedFlags = map[string]bool{
 	"input": true, "jsonl": true, "help": true,
 }
 
-// opCommand turns an operation into a leaf command: flags from the input
-// schema's top-level properties, positional arguments from Meta.Args.
+// opCommand turns an operation into a leaf command. Its flags come later,
+// from [app.complete], because deriving them reflects over the input type.
 func (a *app) opCommand(o op.Operation) *ucli.Command {
 	m := o.Info()
-	schema := o.InputSchema()
 	cmd := &ucli.Command{
-		Name:      m.Path[len(m.Path)-1],
-		Hidden:    m.Hidden,
-		Usage:     m.Summary,
-		ArgsUsage: argsUsage(m, schema),
+		Name:   m.Path[len(m.Path)-1],
+		Hidden: m.Hidden,
+		Usage:  m.Summary,
 		Description: strings.TrimSpace(strings.Join(nonEmpty(m.Description,
 			indentBlock("EXAMPLES", m.Examples), mcpLine(m)), "\n\n")),
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
@@ -46,6 +44,40 @@ func (a *app) opCommand(o op.Operation) *ucli.Command {
 			return err
 		},
 	}
+	a.leaves = append(a.leaves, leaf{cmd: cmd, op: o})
+	return cmd
+}
+
+// leaf is an operation's command, waiting for its flags.
+type leaf struct {
+	cmd *ucli.Command
+	op  op.Operation
+}
+
+// prepare completes the commands args may invoke: those whose path words
+// all appear in args, in order. Only they pay for their flags.
+func (a *app) prepare(args []string) {
+	for _, l := range a.leaves {
+		path := l.op.Info().Path
+		i := 0
+		for _, arg := range args {
+			if i < len(path) && arg == path[i] {
+				i++
+			}
+		}
+		if i == len(path) {
+			a.complete(l)
+		}
+	}
+}
+
+// complete gives a leaf command its flags (from the input schema's
+// top-level properties) and its argument synopsis.
+func (a *app) complete(l leaf) {
+	m := l.op.Info()
+	schema := l.op.InputSchema()
+	cmd := l.cmd
+	cmd.ArgsUsage = argsUsage(m, schema)
 	bound := map[string]bool{}
 	for _, name := range m.Args {
 		bound[name] = true
@@ -64,7 +96,6 @@ func (a *app) opCommand(o op.Operation) *ucli.Command {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "jsonl", Local: true,
 			Usage: "read stdin as JSON Lines, one item per line, all in one transaction"})
 	}
-	return cmd
 }
 
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }

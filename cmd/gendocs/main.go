@@ -1,12 +1,19 @@
 // Command gendocs writes lm's man pages (man/) and shell completions
 // (completions/) from the command tree. Run it through `make generate`;
-// a test fails when the committed files are stale.
+// a test fails when the committed files are stale. It is a separate program
+// so that the man page renderer is not linked into lm.
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
+
+	docs "github.com/urfave/cli-docs/v3"
 
 	"lmtool.dev/lm/cli"
 )
@@ -16,20 +23,53 @@ func main() {
 	if len(os.Args) > 1 {
 		root = os.Args[1]
 	}
-	files, err := cli.GeneratedDocs()
+	files, err := render()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
 		os.Exit(1)
 	}
 	for name, content := range files {
 		path := filepath.Join(root, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
-			os.Exit(1)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = os.WriteFile(path, content, 0o644)
 		}
-		if err := os.WriteFile(path, content, 0o644); err != nil {
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "gendocs: %v\n", err)
 			os.Exit(1)
 		}
 	}
+}
+
+// render returns the man pages and completion scripts keyed by their path
+// in the repository.
+func render() (map[string][]byte, error) {
+	files := map[string][]byte{}
+	tree := cli.DocsTree()
+	page, err := docs.ToManWithSection(tree, 1)
+	if err != nil {
+		return nil, fmt.Errorf("man page lm.1: %w", err)
+	}
+	files["man/lm.1"] = []byte(page)
+	for _, c := range tree.Commands {
+		if c.Hidden || c.Name == "help" || c.Name == "completion" || len(c.Commands) == 0 {
+			continue
+		}
+		// Each group gets its own page, named as its multi-call link.
+		group := *c
+		group.Name = "lm-" + c.Name
+		page, err := docs.ToManWithSection(&group, 1)
+		if err != nil {
+			return nil, fmt.Errorf("man page lm-%s.1: %w", c.Name, err)
+		}
+		files["man/lm-"+c.Name+".1"] = []byte(page)
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var out bytes.Buffer
+		streams := cli.Streams{In: strings.NewReader(""), Out: &out, Err: io.Discard}
+		if code := cli.Run(context.Background(), []string{"lm", "completion", shell}, streams); code != 0 {
+			return nil, fmt.Errorf("completion %s: exit %d", shell, code)
+		}
+		files["completions/lm."+shell] = out.Bytes()
+	}
+	return files, nil
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -129,13 +130,16 @@ type Handler[In, Out any] func(ctx context.Context, env *Env, in In) (Out, error
 
 type typed[In, Out any] struct {
 	meta     Meta
+	run      Handler[In, Out]
+	once     sync.Once
 	in, out  *jsonschema.Schema
 	resolved *jsonschema.Resolved
-	run      Handler[In, Out]
 }
 
-// New defines an operation. It panics on a definition error (a programming
-// error caught by any test that builds the registry).
+// New defines an operation. Its schemas are derived on first use, so a
+// process that runs one command pays only for that command's reflection.
+// Definition errors panic (a programming error caught by any test that lists
+// the registry's schemas).
 func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
 	if len(meta.Path) == 0 || meta.Name == "" || meta.Summary == "" {
 		panic(fmt.Sprintf("op: %q needs a name, a path and a summary", meta.Name))
@@ -143,35 +147,49 @@ func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
 	if reflect.TypeFor[Out]().Kind() != reflect.Struct || reflect.TypeFor[In]().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("op %s: input and output must be structs (MCP schemas are objects)", meta.Name))
 	}
-	in, err := jsonschema.For[In](nil)
-	if err != nil {
-		panic(fmt.Sprintf("op %s: input schema: %v", meta.Name, err))
-	}
-	out, err := jsonschema.For[Out](nil)
-	if err != nil {
-		panic(fmt.Sprintf("op %s: output schema: %v", meta.Name, err))
-	}
-	if in.Properties == nil {
-		in.Properties = map[string]*jsonschema.Schema{}
-	}
-	if r, ok := any(new(In)).(SchemaRefiner); ok {
-		r.RefineSchema(in)
-	}
-	resolved, err := in.Resolve(nil)
-	if err != nil {
-		panic(fmt.Sprintf("op %s: resolve input schema: %v", meta.Name, err))
-	}
-	for _, a := range meta.Args {
-		if in.Properties[a] == nil {
-			panic(fmt.Sprintf("op %s: positional argument %q is not an input field", meta.Name, a))
-		}
-	}
-	return &typed[In, Out]{meta: meta, in: in, out: out, resolved: resolved, run: run}
+	return &typed[In, Out]{meta: meta, run: run}
 }
 
-func (t *typed[In, Out]) Info() Meta                       { return t.meta }
-func (t *typed[In, Out]) InputSchema() *jsonschema.Schema  { return t.in }
-func (t *typed[In, Out]) OutputSchema() *jsonschema.Schema { return t.out }
+func (t *typed[In, Out]) schemas() {
+	t.once.Do(func() {
+		in, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("op %s: input schema: %v", t.meta.Name, err))
+		}
+		out, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("op %s: output schema: %v", t.meta.Name, err))
+		}
+		if in.Properties == nil {
+			in.Properties = map[string]*jsonschema.Schema{}
+		}
+		if r, ok := any(new(In)).(SchemaRefiner); ok {
+			r.RefineSchema(in)
+		}
+		for _, a := range t.meta.Args {
+			if in.Properties[a] == nil {
+				panic(fmt.Sprintf("op %s: positional argument %q is not an input field", t.meta.Name, a))
+			}
+		}
+		resolved, err := in.Resolve(nil)
+		if err != nil {
+			panic(fmt.Sprintf("op %s: resolve input schema: %v", t.meta.Name, err))
+		}
+		t.in, t.out, t.resolved = in, out, resolved
+	})
+}
+
+func (t *typed[In, Out]) Info() Meta { return t.meta }
+
+func (t *typed[In, Out]) InputSchema() *jsonschema.Schema {
+	t.schemas()
+	return t.in
+}
+
+func (t *typed[In, Out]) OutputSchema() *jsonschema.Schema {
+	t.schemas()
+	return t.out
+}
 
 func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
 	in, err := t.decode(raw)
@@ -184,6 +202,7 @@ func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage
 // decode is the one validation path: shape checks with clear messages,
 // then the full JSON Schema, then strict decoding, then Validate.
 func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
+	t.schemas()
 	var in In
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")

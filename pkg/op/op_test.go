@@ -84,7 +84,7 @@ func TestNewPanicsOnBadDefinitions(t *testing.T) {
 		}
 	}()
 	New(Meta{Name: "x", Path: []string{"x"}, Summary: "x", Args: []string{"nope"}},
-		func(context.Context, *Env, greetIn) (greetOut, error) { return greetOut{}, nil })
+		func(context.Context, *Env, greetIn) (greetOut, error) { return greetOut{}, nil }).InputSchema()
 }
 
 func TestKindsAreTheExitCodeTable(t *testing.T) {
