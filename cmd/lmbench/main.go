@@ -1,0 +1,316 @@
+// Command lmbench measures lm's whole-process performance against reference
+// programs run in the same session (`make bench` calls it); it prints
+// Markdown. Figures are ratios, so they compare across machines.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|echo-server LM [HELLO]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "echo-server":
+		err = echoServer()
+	case "coldstart":
+		err = coldStart(os.Args[2], os.Args[3])
+	case "wakeup":
+		err = wakeup(os.Args[2])
+	case "throughput":
+		err = throughput(os.Args[2])
+	case "mcp":
+		err = mcpRoundTrip(os.Args[2])
+	default:
+		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lmbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// echoServer is the reference: a minimal mcp-go stdio server with one tool.
+func echoServer() error {
+	s := server.NewMCPServer("echo", "1")
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText(req.GetString("text", "")), nil
+	})
+	return server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout)
+}
+
+func home() (string, func()) {
+	dir, err := os.MkdirTemp("", "lmbench-")
+	if err != nil {
+		panic(err)
+	}
+	return dir, func() { os.RemoveAll(dir) }
+}
+
+func command(dir string, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "LM_HOME="+dir, "LM_STORE=")
+	return cmd
+}
+
+func timeRun(cmd *exec.Cmd) time.Duration {
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		panic(fmt.Sprintf("%v: %v", cmd.Args, err))
+	}
+	return time.Since(start)
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func coldStart(lm, hello string) error {
+	dir, done := home()
+	defer done()
+	const n = 300
+	var h, v, add []time.Duration
+	for range n {
+		h = append(h, timeRun(exec.Command(hello)))
+		v = append(v, timeRun(command(dir, lm, "version")))
+		add = append(add, timeRun(command(dir, lm, "queue", "add", "x")))
+	}
+	hm := percentile(h, 0.5)
+	fmt.Println("## Cold start (median of", n, "runs)")
+	fmt.Println()
+	fmt.Println("| command | wall time | × hello-world |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| Go hello-world (reference) | %s | 1.00 |\n", ms(hm))
+	for _, r := range []struct {
+		name string
+		d    []time.Duration
+	}{{"`lm version`", v}, {"`lm queue add x`", add}} {
+		m := percentile(r.d, 0.5)
+		fmt.Printf("| %s | %s | %.2f |\n", r.name, ms(m), float64(m)/float64(hm))
+	}
+	return nil
+}
+
+// wakeup measures instruction added by process A → delivered to a
+// `lm queue next` already waiting in process B, from the instruction's
+// created_at to its consumed_at (one clock, both stamped in the store's
+// transactions, so process start-up is not counted).
+func wakeup(lm string) error {
+	dir, done := home()
+	defer done()
+	if err := command(dir, lm, "queue", "config", "default_wait_seconds=30").Run(); err != nil {
+		return err
+	}
+	const n = 200
+	var lat []time.Duration
+	for i := range n {
+		b := command(dir, lm, "queue", "next", "--agent-id", "b")
+		out, err := b.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := b.Start(); err != nil {
+			return err
+		}
+		if err := waitWaiting(dir, lm); err != nil {
+			return err
+		}
+		addOut, err := command(dir, lm, "queue", "add", fmt.Sprintf("wake %d", i)).Output()
+		if err != nil {
+			return err
+		}
+		got, _ := io.ReadAll(out)
+		b.Wait()
+		var added struct {
+			Item struct {
+				CreatedAt time.Time `json:"created_at"`
+			} `json:"item"`
+		}
+		var next struct {
+			Instruction struct {
+				ConsumedAt time.Time `json:"consumed_at"`
+			} `json:"instruction"`
+		}
+		if json.Unmarshal(addOut, &added) != nil || json.Unmarshal(got, &next) != nil {
+			return fmt.Errorf("trial %d: unexpected output %s / %s", i, addOut, got)
+		}
+		lat = append(lat, next.Instruction.ConsumedAt.Sub(added.Item.CreatedAt))
+	}
+	fmt.Println("## Wake-up latency")
+	fmt.Println()
+	fmt.Printf("An instruction added by one process reaches a `lm queue next` already waiting in another (%d trials; from the add's transaction to the claim's):\n\n", n)
+	fmt.Println("| p50 | p99 | max | target p99 |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| %s | %s | %s | ≤ 25 ms |\n", ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)))
+	return nil
+}
+
+func waitWaiting(dir, lm string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := command(dir, lm, "queue", "status", "-r", "--jq", `.agents[] | select(.agent_id=="b") | .waiting`).Output()
+		if strings.TrimSpace(string(out)) == "true" {
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return fmt.Errorf("the waiting consumer never showed as waiting")
+}
+
+func throughput(lm string) error {
+	dir, done := home()
+	defer done()
+	const adds = 100_000
+	var lines strings.Builder
+	for i := range adds {
+		fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("instruction number %d: do the thing", i))
+	}
+	add := command(dir, lm, "queue", "add", "--jsonl")
+	add.Stdin = strings.NewReader(lines.String())
+	addTime := timeRun(add)
+
+	const drains = 5_000
+	if err := command(dir, lm, "queue", "config", "default_wait_seconds=0").Run(); err != nil {
+		return err
+	}
+	session, err := startSession(command(dir, lm, "mcp"))
+	if err != nil {
+		return err
+	}
+	defer session.close()
+	start := time.Now()
+	for range drains {
+		if _, err := session.call("get_user_request", `{}`); err != nil {
+			return err
+		}
+	}
+	drainTime := time.Since(start)
+	fmt.Println("## Queue throughput")
+	fmt.Println()
+	fmt.Println("| what | rate | target |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| `lm queue add --jsonl`, %d instructions in one process | %.0f /s | ≥ 50,000 /s |\n", adds, adds/addTime.Seconds())
+	fmt.Printf("| draining through `get_user_request`, one stdio session, %d calls | %.0f /s | ≥ 2,000 /s |\n", drains, drains/drainTime.Seconds())
+	return nil
+}
+
+func mcpRoundTrip(lm string) error {
+	dir, done := home()
+	defer done()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	const n = 3000
+	measure := func(cmd *exec.Cmd, tool, args string) (time.Duration, error) {
+		s, err := startSession(cmd)
+		if err != nil {
+			return 0, err
+		}
+		defer s.close()
+		var d []time.Duration
+		for i := range n + 200 {
+			start := time.Now()
+			if _, err := s.call(tool, args); err != nil {
+				return 0, err
+			}
+			if i >= 200 { // warm-up
+				d = append(d, time.Since(start))
+			}
+		}
+		return percentile(d, 0.5), nil
+	}
+	ref, err := measure(exec.Command(self, "echo-server"), "echo", `{"text":"hi"}`)
+	if err != nil {
+		return err
+	}
+	got, err := measure(command(dir, lm, "mcp"), "lm_version", `{}`)
+	if err != nil {
+		return err
+	}
+	fmt.Println("## MCP stdio round trip")
+	fmt.Println()
+	fmt.Printf("Median of %d sequential `tools/call` requests on one stdio session:\n\n", n)
+	fmt.Println("| server | median | × reference | target |")
+	fmt.Println("|---|---|---|---|")
+	fmt.Printf("| minimal mcp-go echo server (reference) | %.1f µs | 1.00 | |\n", float64(ref.Nanoseconds())/1000)
+	fmt.Printf("| `lm mcp`, tool `lm_version` | %.1f µs | %.2f | ≤ 1.3 |\n", float64(got.Nanoseconds())/1000, float64(got)/float64(ref))
+	return nil
+}
+
+// session is a raw JSON-RPC conversation with a stdio MCP server.
+type session struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+	id  int
+}
+
+func startSession(cmd *exec.Cmd) (*session, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	if _, err := s.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"lmbench","version":"1"}}`); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(s.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s, nil
+}
+
+func (s *session) call(tool, args string) (string, error) {
+	return s.request("tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args))
+}
+
+func (s *session) request(method, params string) (string, error) {
+	s.id++
+	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.id, method, params); err != nil {
+		return "", err
+	}
+	want := fmt.Sprintf(`"id":%d,`, s.id)
+	for {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", method, err)
+		}
+		if strings.Contains(line, want) {
+			if strings.Contains(line, `"isError":true`) || strings.Contains(line, `"error":{`) {
+				return "", fmt.Errorf("%s failed: %s", method, line)
+			}
+			return line, nil
+		}
+	}
+}
+
+func (s *session) close() {
+	s.in.Close()
+	s.cmd.Wait()
+}
