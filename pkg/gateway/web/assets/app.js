@@ -37,9 +37,12 @@ function toggleTheme() {
 applyTheme(localStorage.getItem("lm.theme"));
 
 // ---- derived views -------------------------------------------------------
+// The store's positions keep their order but go stale as the head is
+// consumed, so the page numbers the rack itself.
 const pending = () => [...state.items.values()]
   .filter((i) => i.status === "pending" && !state.hidden.has(i.id))
-  .sort((a, b) => a.position - b.position);
+  .sort((a, b) => a.position - b.position)
+  .map((i, idx) => { i.position = idx + 1; return i; });
 const consumed = () => [...state.items.values()]
   .filter((i) => i.status === "consumed")
   .sort((a, b) => Date.parse(b.consumed_at) - Date.parse(a.consumed_at))
@@ -214,12 +217,13 @@ function renderAgents() {
 }
 
 function renderSettings(force = false) {
+  // A field being typed in keeps what the person typed.
   const s = state.settings;
-  const form = $("settings");
-  if (!s || (!force && form.contains(document.activeElement))) return;
-  $("set-wait").value = s.default_wait_seconds;
-  $("set-stale").value = s.agent_stale_after_seconds;
-  $("set-response").value = s.default_empty_response;
+  if (!s) return;
+  const put = (id, v) => { if (force || document.activeElement !== $(id)) { $(id).value = v; $(id).removeAttribute("aria-invalid"); } };
+  put("set-wait", s.default_wait_seconds);
+  put("set-stale", s.agent_stale_after_seconds);
+  put("set-response", s.default_empty_response);
 }
 
 function render() {
@@ -385,6 +389,9 @@ function onEvent(type, ev) {
       renderAgents();
       break;
     case "config.updated":
+      // The echo of this page's own save must not clobber what is typed next.
+      if (state.settings && ["default_wait_seconds", "agent_stale_after_seconds", "default_empty_response"]
+        .every((k) => state.settings[k] === d[k])) break;
       state.settings = d;
       renderSettings();
       renderAgents();
