@@ -68,7 +68,7 @@ func (a *app) root() *ucli.Command {
 		}
 		parent.Commands = append(parent.Commands, a.opCommand(o))
 	}
-	root.Commands = append(root.Commands, a.mcpCommand())
+	root.Commands = append(root.Commands, a.mcpCommand(), a.gatewayCommand())
 	root.Walk(func(c *ucli.Command) error {
 		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
 			return &usageError{cmd: c.FullName(), err: err}

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// gatewayCommand is `lm gateway`: serve in the foreground, or manage a
+// background gateway with start, stop, restart, status and logs.
+func (a *app) gatewayCommand() *ucli.Command {
+	serveFlags := func() []ucli.Flag {
+		return []ucli.Flag{
+			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
+			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
+			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+		}
+	}
+	return &ucli.Command{
+		Name:  "gateway",
+		Usage: "Serve the web page, the queue's HTTP API and MCP over HTTP",
+		Description: "Without a subcommand it serves in the foreground until interrupted and prints its URL. " +
+			"The page is at /, the API at /api (described at /docs and /openapi.json), live events at /api/events, " +
+			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
+			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins. With LM_API_TOKEN set " +
+			"(or --token-file) /api and /mcp need \"Authorization: Bearer TOKEN\".\n\n" +
+			"Agents: {\"mcpServers\": {\"lm\": {\"url\": \"http://" + gateway.DefaultAddr + "/mcp\"}}}",
+		Flags:  serveFlags(),
+		Action: a.gatewayServe,
+		Commands: []*ucli.Command{
+			{
+				Name: "start", Usage: "Start the gateway in the background (pid, address and log under LM_HOME)",
+				Flags: serveFlags(), Action: a.gatewayStart,
+			},
+			{Name: "stop", Usage: "Stop the background gateway", Action: a.gatewayStop},
+			{
+				Name: "restart", Usage: "Stop the background gateway if it runs, then start it",
+				Flags: serveFlags(), Action: func(ctx context.Context, cmd *ucli.Command) error {
+					files, err := a.gatewayFiles(cmd)
+					if err != nil {
+						return err
+					}
+					if _, err := files.Stop(ctx, 10*time.Second); err != nil && op.KindOf(err) != op.KindNotFound {
+						return &commandError{cmd: "gateway restart", err: err}
+					}
+					return a.gatewayStart(ctx, cmd)
+				},
+			},
+			{Name: "status", Usage: "Show the background gateway's pid, address, uptime, memory and log tail", Action: a.gatewayStatus},
+			{
+				Name: "logs", Usage: "Print the last N lines of the gateway log (default 40); -f follows it", ArgsUsage: "[N]",
+				Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing lines as they are written", Local: true}},
+				Action: a.gatewayLogs,
+			},
+		},
+	}
+}
+
+func (a *app) gatewayFiles(cmd *ucli.Command) (daemon.Files, error) {
+	env, err := a.env(cmd)
+	if err != nil {
+		return daemon.Files{}, err
+	}
+	return daemon.Files{Dir: env.Home}, nil
+}
+
+func gatewayToken(cmd *ucli.Command) (string, error) {
+	if path := cmd.String("token-file"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", op.Errorf(op.KindInvalid, "read token file: %w", err)
+		}
+		token := strings.TrimSpace(string(data))
+		if token == "" {
+			return "", op.Errorf(op.KindInvalid, "token file %s is empty", path)
+		}
+		return token, nil
+	}
+	return strings.TrimSpace(os.Getenv("LM_API_TOKEN")), nil
+}
+
+func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
+	fail := func(err error) error { return &commandError{cmd: "gateway", err: err} }
+	if cmd.Args().Present() {
+		return unknownCommand(cmd)
+	}
+	env, err := a.env(cmd)
+	if err != nil {
+		return fail(err)
+	}
+	token, err := gatewayToken(cmd)
+	if err != nil {
+		return fail(err)
+	}
+	var handler slog.Handler = slog.NewJSONHandler(a.streams.Err, nil)
+	if jsonio.IsTerminal(a.streams.Err) {
+		handler = slog.NewTextHandler(a.streams.Err, nil)
+	}
+	log := slog.New(handler)
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Stateful: cmd.Bool("stateful"), Log: log})
+	if err != nil {
+		return fail(err)
+	}
+	ln, err := net.Listen("tcp", cmd.String("addr"))
+	if err != nil {
+		return fail(op.Errorf(op.KindUnavailable, "listen on %s: %w", cmd.String("addr"), err).
+			WithHint("is another gateway running? see 'lm gateway status', or pass --addr HOST:PORT"))
+	}
+	addr := ln.Addr().String()
+	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() && token == "" {
+		log.Warn("listening beyond loopback without a token: anyone who can reach this address can use the queue and the tools", "addr", addr)
+	}
+	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: "http://" + addr + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
+	remove, err := daemon.Files{Dir: env.Home}.Record(state)
+	if err != nil {
+		ln.Close()
+		return fail(err)
+	}
+	defer remove()
+	if f := cmd.String("addr-file"); f != "" {
+		if err := os.WriteFile(f, []byte(addr+"\n"), 0o600); err != nil {
+			ln.Close()
+			return fail(fmt.Errorf("write address file: %w", err))
+		}
+	}
+	p, err := a.printer(cmd)
+	if err != nil {
+		return err
+	}
+	if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		return err
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// serveArgs repeats the serving flags for the background process.
+func serveArgs(cmd *ucli.Command) []string {
+	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
+	if s := cmd.String("store"); s != "" {
+		args = append(args, "--store", s)
+	}
+	args = append(args, "gateway", "--addr", cmd.String("addr"))
+	if f := cmd.String("token-file"); f != "" {
+		args = append(args, "--token-file", f)
+	}
+	if cmd.Bool("stateful") {
+		args = append(args, "--stateful")
+	}
+	if f := cmd.String("addr-file"); f != "" {
+		args = append(args, "--addr-file", f)
+	}
+	return args
+}
+
+func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
+	fail := func(err error) error { return &commandError{cmd: "gateway start", err: err} }
+	files, err := a.gatewayFiles(cmd)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := gatewayToken(cmd); err != nil {
+		return fail(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fail(fmt.Errorf("find lm's executable: %w", err))
+	}
+	s, err := files.Start(ctx, exe, serveArgs(cmd), 15*time.Second)
+	if err != nil {
+		return fail(err)
+	}
+	p, err := a.printer(cmd)
+	if err != nil {
+		return err
+	}
+	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": s.URL, "addr": s.Addr, "log": files.Log()})
+}
+
+func (a *app) gatewayStop(ctx context.Context, cmd *ucli.Command) error {
+	files, err := a.gatewayFiles(cmd)
+	if err != nil {
+		return err
+	}
+	s, err := files.Stop(ctx, 10*time.Second)
+	if err != nil {
+		return &commandError{cmd: "gateway stop", err: err}
+	}
+	p, err := a.printer(cmd)
+	if err != nil {
+		return err
+	}
+	return p.Document(ctx, map[string]any{"stopped": true, "pid": s.Pid, "addr": s.Addr})
+}
+
+func (a *app) gatewayStatus(ctx context.Context, cmd *ucli.Command) error {
+	files, err := a.gatewayFiles(cmd)
+	if err != nil {
+		return err
+	}
+	s, running, err := files.Running()
+	if err != nil {
+		return &commandError{cmd: "gateway status", err: err}
+	}
+	tail, _ := daemon.Tail(files.Log(), 10)
+	out := map[string]any{"running": running, "log": files.Log(), "log_tail": tail}
+	if running {
+		uptime := time.Since(s.StartedAt).Round(time.Second)
+		out["pid"], out["addr"], out["url"], out["store"] = s.Pid, s.Addr, s.URL, s.Store
+		out["started_at"], out["uptime"], out["uptime_seconds"] = s.StartedAt, uptime.String(), int64(uptime.Seconds())
+		out["rss_bytes"] = daemon.RSS(s.Pid)
+	}
+	p, err := a.printer(cmd)
+	if err != nil {
+		return err
+	}
+	if err := p.Document(ctx, out); err != nil {
+		return err
+	}
+	if !running {
+		return exitStatus(op.KindUnavailable.ExitCode())
+	}
+	return nil
+}
+
+func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
+	files, err := a.gatewayFiles(cmd)
+	if err != nil {
+		return err
+	}
+	n := 40
+	if arg := cmd.Args().First(); arg != "" {
+		if n, err = strconv.Atoi(arg); err != nil || n < 0 {
+			return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("N must be a number of lines, got %q", arg)}
+		}
+	}
+	lines, err := daemon.Tail(files.Log(), n)
+	if err != nil {
+		return &commandError{cmd: "gateway logs", err: err}
+	}
+	for _, l := range lines {
+		fmt.Fprintln(a.streams.Out, l)
+	}
+	if !cmd.Bool("follow") {
+		return nil
+	}
+	if err := daemon.Follow(ctx, files.Log(), a.streams.Out); err != nil {
+		return &commandError{cmd: "gateway logs", err: err}
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// route maps an HTTP method and path onto an operation. The operation's
+// input is the JSON body, plus the path's {wildcards} and the query
+// parameters as fields of the same names; its output is the response body.
+type route struct {
+	method, path string
+	tool         string // the operation's MCP tool name
+	summary      string // for the OpenAPI document
+	status       int    // on success; 204 sends no body
+	body         bool   // the request has a JSON body
+}
+
+// apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
+// reordering the pending queue.
+var apiRoutes = []route{
+	{method: "GET", path: "/api/status", tool: "queue_status", summary: "Server, agent, queue and settings summary", status: 200},
+	{method: "GET", path: "/api/instructions", tool: "queue_list", summary: "Instructions in queue order (?status=pending|consumed|all)", status: 200},
+	{method: "POST", path: "/api/instructions", tool: "queue_add", summary: "Add a pending instruction", status: 201, body: true},
+	{method: "GET", path: "/api/instructions/{id}", tool: "queue_show", summary: "One instruction", status: 200},
+	{method: "PATCH", path: "/api/instructions/{id}", tool: "queue_edit", summary: "Edit a pending instruction (409 once consumed)", status: 200, body: true},
+	{method: "DELETE", path: "/api/instructions/{id}", tool: "queue_rm", summary: "Delete a pending instruction (409 once consumed)", status: 204},
+	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
+	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
+	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings", status: 200, body: true},
+}
+
+func (s *Server) apiHandler(rt route) http.Handler {
+	o := s.ops[rt.tool]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		input, err := requestInput(r, rt, o)
+		if err != nil {
+			writeError(w, statusFor(err, http.StatusBadRequest), err)
+			return
+		}
+		env := s.opts.Env
+		env.Client = "web"
+		out, err := o.Call(r.Context(), &env, input)
+		if err != nil {
+			status := statusFor(err, http.StatusUnprocessableEntity)
+			if status >= 500 {
+				s.opts.Log.Error("operation failed", "tool", rt.tool, "err", err)
+			}
+			writeError(w, status, err)
+			return
+		}
+		if rt.status == http.StatusNoContent {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, rt.status, out)
+	})
+}
+
+// requestInput builds the operation's JSON input from the request.
+func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, error) {
+	fields := map[string]any{}
+	if rt.body {
+		raw, err := io.ReadAll(r.Body)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, op.Errorf(op.KindInvalid, "request body is larger than %d bytes", tooBig.Limit).WithCategory("body_too_large")
+		}
+		if err != nil {
+			return nil, op.Errorf(op.KindInvalid, "read request body: %w", err)
+		}
+		if len(bytes.TrimSpace(raw)) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&fields); err != nil {
+				return nil, op.Errorf(op.KindInvalid, "request body must be a JSON object: %v", err).WithCategory("bad_json")
+			}
+		}
+	}
+	schema := o.InputSchema()
+	for name, values := range r.URL.Query() {
+		fields[name] = queryValue(op.SchemaTypes(schemaProp(schema, name)), values[len(values)-1])
+	}
+	for _, name := range wildcards(rt.path) {
+		fields[name] = r.PathValue(name)
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "encode input: %w", err)
+	}
+	return raw, nil
+}
+
+// queryValue converts a query parameter to the JSON type its field takes;
+// a value that does not convert stays a string and the operation's
+// validation says what was expected.
+func queryValue(types []string, v string) any {
+	for _, t := range types {
+		switch t {
+		case "integer", "number":
+			if n, err := strconv.ParseFloat(v, 64); err == nil {
+				return json.Number(strconv.FormatFloat(n, 'f', -1, 64))
+			}
+		case "boolean":
+			if b, err := strconv.ParseBool(v); err == nil {
+				return b
+			}
+		}
+	}
+	return v
+}
+
+func wildcards(path string) []string {
+	var names []string
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			names = append(names, strings.TrimSuffix(name, "}"))
+		}
+	}
+	return names
+}
+
+// statusFor maps an operation error's kind to an HTTP status; fallback is
+// used for invalid input.
+func statusFor(err error, invalid int) int {
+	switch op.KindOf(err) {
+	case op.KindInvalid, op.KindChecksFailed:
+		return invalid
+	case op.KindNotFound:
+		return http.StatusNotFound
+	case op.KindConflict:
+		return http.StatusConflict
+	case op.KindDenied:
+		return http.StatusForbidden
+	case op.KindUnavailable:
+		return http.StatusServiceUnavailable
+	case op.KindTimeout:
+		return http.StatusGatewayTimeout
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// apiNotFound answers /api/ paths no route serves: 405 with Allow when the
+// path exists under another method, else 404.
+func apiNotFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, rt := range apiRoutes {
+		if pathMatches(rt.path, r.URL.Path) && !slices.Contains(allow, rt.method) {
+			allow = append(allow, rt.method)
+		}
+	}
+	if pathMatches("/api/events", r.URL.Path) {
+		allow = append(allow, "GET")
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, op.Errorf(op.KindInvalid, "%s is not allowed on %s", r.Method, r.URL.Path).
+			WithCategory("method_not_allowed").WithHint("allowed: %s", strings.Join(allow, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, op.Errorf(op.KindNotFound, "no API route %s", r.URL.Path).
+		WithHint("the API is described at /openapi.json and /docs"))
+}
+
+// pathMatches matches a route pattern with {wildcards} against a path.
+func pathMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(strings.TrimSuffix(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if !strings.HasPrefix(ps[i], "{") && ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// writeJSON sends v as the response body.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := jsonio.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// writeError sends err as lm's JSON error envelope, the same object
+// `--json-errors` prints on the CLI.
+func writeError(w http.ResponseWriter, status int, err error) {
+	env := op.EnvelopeOf(err)
+	data, _ := jsonio.Marshal(env)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// schemaProp is a property's schema, or an empty (any-type) schema.
+func schemaProp(s *jsonschema.Schema, name string) *jsonschema.Schema {
+	if p := s.Properties[name]; p != nil {
+		return p
+	}
+	return &jsonschema.Schema{}
+}

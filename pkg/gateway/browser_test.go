@@ -1,0 +1,286 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"lmtool.dev/lm/pkg/gateway"
+)
+
+// browser opens a fresh headless Chromium, or skips when none is installed
+// (unless LM_REQUIRE_BROWSER=1, as in CI).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("LM_REQUIRE_BROWSER") == "1" {
+			t.Fatal("LM_REQUIRE_BROWSER=1 but no chromium is installed")
+		}
+		t.Skip("no chromium installed")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+// shot saves a screenshot as a test artefact in $LM_SCREENSHOTS (default:
+// the test's temp dir) so a person can look at what the page looks like.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := os.Getenv("LM_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	os.MkdirAll(dir, 0o755)
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// textOf waits until the element's text satisfies ok.
+func waitText(t *testing.T, ctx context.Context, sel string, ok func(string) bool, what string) string {
+	t.Helper()
+	var text string
+	for range 200 {
+		var err error
+		if text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+quote(sel)+`)||{}).textContent||""`)); err != nil {
+			t.Fatal(err)
+		}
+		if ok(text) {
+			return text
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: %s is %q", what, sel, text)
+	return ""
+}
+
+// setValue sets a form field's value as typing would.
+func setValue(sel, value string) chromedp.Action[chromedp.Void] {
+	v, _ := json.Marshal(value)
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); e.value = `+string(v)+`; e.dispatchEvent(new Event("input", {bubbles: true})); return true })()`)(ctx, t)
+		return err
+	})
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+func contains(sub string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, sub) }
+}
+
+func TestPageInBrowser(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{})
+	g.lm("queue", "add", "Run the test suite and fix whatever fails")
+	g.lm("queue", "add", "Then write the changelog entry for the gateway")
+	g.lm("queue", "add", "Consumed before the page opened")
+	g.lm("queue", "move", "--to", "1", strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[2].id")))
+	g.lm("queue", "next", "--agent-id", "claude-code")
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#live", contains("live"), "stream")
+	waitText(t, ctx, "#consumed", contains("Consumed before the page opened"), "ledger")
+	waitText(t, ctx, "#agents", contains("claude-code"), "agents")
+
+	// Add with the keyboard: n focuses the composer, Ctrl+Enter submits.
+	if err := chromedp.Do(ctx,
+		chromedp.Click("body", chromedp.NodeVisible),
+		chromedp.KeyEvent("n"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); focused != "composer-text" {
+		t.Fatalf("n focused %q, not the composer", focused)
+	}
+	// CDP delivers the key's character separately from the keydown the page
+	// cancels, so clear what a real browser would not have typed.
+	if err := chromedp.Do(ctx,
+		setValue("#composer-text", ""),
+		chromedp.SendKeys("#composer-text", "Review the open pull requests"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending", contains("Review the open pull requests"), "added strip")
+	if out := g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[-1].content"); strings.TrimSpace(out) != "Review the open pull requests" {
+		t.Fatalf("the store's last pending instruction is %q", out)
+	}
+	title, _ := chromedp.Run(ctx, chromedp.Title())
+	if title != "(3) lm desk" {
+		t.Errorf("title %q, want the pending count", title)
+	}
+
+	// A change from another process appears without a reload.
+	g.lm("queue", "add", "Added from a shell")
+	waitText(t, ctx, "#pending", contains("Added from a shell"), "live add")
+
+	// Edit inline.
+	if err := chromedp.Do(ctx,
+		chromedp.Click(`#pending li:first-child button[aria-label="Edit"]`),
+		chromedp.WaitVisible(`#pending li:first-child textarea`),
+		setValue(`#pending li:first-child textarea`, "Run the whole test suite, then fix failures"),
+		chromedp.Click(`#pending li:first-child .btn-primary`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending li:first-child", contains("Run the whole test suite"), "edit")
+	if out := g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].content"); !strings.Contains(out, "Run the whole test suite") {
+		t.Fatalf("edit not stored: %q", out)
+	}
+
+	// Reorder with the keyboard: Alt+Down on the first strip.
+	// (A synthetic keydown: CDP's Alt+Arrow does not reach the page's
+	// handler in headless Chromium.)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const li = document.querySelector("#pending li:first-child"); li.focus();
+		return li.dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowDown", altKey: true, bubbles: true, cancelable: true})) })()`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending li:nth-child(2)", contains("Run the whole test suite"), "reorder")
+
+	// An agent in another process (lm mcp over stdio) takes the head of the queue.
+	head := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].content"))
+	mcp := exec.Command(os.Args[0], "--store", g.store, "mcp")
+	mcp.Env = append(os.Environ(), "LM_TEST_AS_LM=1")
+	stdin, _ := mcp.StdinPipe()
+	stdout, _ := mcp.StdoutPipe()
+	if err := mcp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio-agent","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"stdio-agent"}}}
+`)
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	var answer string
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), `"id":2`) {
+			answer = lines.Text()
+			break
+		}
+	}
+	stdin.Close()
+	mcp.Wait()
+	if !strings.Contains(answer, head) {
+		t.Fatalf("lm mcp answered %q, want the head of the queue %q", answer, head)
+	}
+	waitText(t, ctx, "#consumed li:first-child", contains(head), "live consumption")
+	waitText(t, ctx, "#consumed li:first-child", contains("stdio-agent"), "consuming agent")
+	waitText(t, ctx, "#agents", contains("stdio-agent"), "agent panel")
+
+	// Delete, which commits after the undo window.
+	if err := chromedp.Do(ctx, chromedp.Click(`#pending li:last-child button[aria-label="Delete"]`)); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if out := g.lm("queue", "list", "--status", "pending", "-r", "--jq", "[.items[].content] | join(\"|\")"); !strings.Contains(out, "Added from a shell") {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the deleted instruction is still pending")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Settings.
+	if err := chromedp.Do(ctx,
+		setValue("#set-wait", "25"),
+		chromedp.Click(`#settings button[type="submit"]`),
+	); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; strings.TrimSpace(g.lm("queue", "config", "default_wait_seconds", "-r", "--jq", ".default_wait_seconds")) != "25"; i++ {
+		if i == 100 {
+			t.Fatal("the wait setting was not saved")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := chromedp.Do(ctx, setValue("#set-stale", "0"), chromedp.Click(`#settings button[type="submit"]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#settings-error", contains("agent_stale_after_seconds"), "validation message")
+	g.lm("queue", "config", "agent_stale_after_seconds=90")
+	var stale string
+	chromedp.Do(ctx, chromedp.Blur("#set-stale"))
+	for range 100 {
+		stale, _ = chromedp.Run(ctx, chromedp.Value("#set-stale"))
+		if stale == "90" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if stale != "90" {
+		t.Errorf("a setting changed elsewhere shows %q", stale)
+	}
+	g.lm("queue", "add", "Keep the rack busy: look at flaky tests\nand note which ones flake")
+
+	shot(t, ctx, "desk-light")
+	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
+		t.Fatal(err)
+	}
+	theme, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.dataset.theme`))
+	if theme != "dark" {
+		t.Errorf("theme after toggle: %q", theme)
+	}
+	shot(t, ctx, "desk-dark")
+
+	// Phone width: one column, nothing wider than the screen.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Sleep(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	overflow, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > innerWidth`))
+	if overflow {
+		t.Error("the page is wider than a phone screen")
+	}
+	shot(t, ctx, "phone-dark")
+	chromedp.Do(ctx, chromedp.Click("#theme-toggle"))
+	shot(t, ctx, "phone-light")
+}
+
+func TestPageAsksForTheToken(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{Token: "open-sesame"})
+	g.lm("queue", "add", "Behind the token")
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#token-input")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#live", contains("locked"), "locked state")
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#token-input", "open-sesame\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending", contains("Behind the token"), "list after the token")
+	waitText(t, ctx, "#live", contains("live"), "stream with the token")
+	g.lm("queue", "add", "Live behind the token")
+	waitText(t, ctx, "#pending", contains("Live behind the token"), "live add with the token")
+}

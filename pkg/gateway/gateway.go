@@ -1,0 +1,164 @@
+// Package gateway is lm's long-running HTTP process: the queue's HTTP API and
+// live event stream, the web page, an OpenAPI description, and MCP over HTTP
+// (streamable HTTP at /mcp, the legacy HTTP+SSE transport at /mcp/sse). Every
+// API route and every MCP tool calls the same registered operations as the
+// CLI, so there is one behaviour however lm is reached.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// DefaultAddr is where the gateway listens unless told otherwise: loopback
+// only, on a port no common development server uses.
+const DefaultAddr = "127.0.0.1:7437"
+
+// Limits on what one request may cost.
+const (
+	maxBodyBytes      = 2 << 20 // an instruction is at most 1 MiB; JSON escaping can double it
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownGrace     = 5 * time.Second
+	// DefaultKeepAlive is how often an idle event stream gets a comment
+	// line, so proxies and browsers do not time it out.
+	DefaultKeepAlive = 15 * time.Second
+)
+
+// Options configure a gateway.
+type Options struct {
+	// Env is copied for every operation call; Started is shown as the
+	// server's start time.
+	Env op.Env
+	// Ops are the operations served, normally registry.All().
+	Ops []op.Operation
+	// Version is reported to MCP clients and in the OpenAPI document.
+	Version string
+	// Token, when set, is required as "Authorization: Bearer TOKEN" on
+	// /api/* and /mcp.
+	Token string
+	// Stateful makes /mcp keep sessions (Mcp-Session-Id, DELETE ends one);
+	// the default is stateless so agents survive a gateway restart.
+	Stateful bool
+	// KeepAlive is the event-stream keep-alive interval (DefaultKeepAlive
+	// when zero).
+	KeepAlive time.Duration
+	// Log receives one line per request and the lifecycle messages.
+	Log *slog.Logger
+}
+
+// Server is a configured gateway.
+type Server struct {
+	opts    Options
+	ops     map[string]op.Operation
+	hub     *hub
+	handler http.Handler
+}
+
+// New builds a gateway from opts.
+func New(opts Options) (*Server, error) {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.Env.Started.IsZero() {
+		opts.Env.Started = time.Now()
+	}
+	s := &Server{opts: opts, ops: map[string]op.Operation{}}
+	for _, o := range opts.Ops {
+		s.ops[o.Info().Name] = o
+	}
+	for _, r := range apiRoutes {
+		if r.tool != "" && s.ops[r.tool] == nil {
+			return nil, fmt.Errorf("gateway: route %s %s needs operation %s, which is not registered", r.method, r.path, r.tool)
+		}
+	}
+	s.hub = newHub(&s.opts.Env, opts.Log)
+	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
+	}
+	s.handler = s.routes(mcpServer)
+	return s, nil
+}
+
+// Handler is the gateway's whole HTTP surface.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+func (s *Server) routes(m *server.MCPServer) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	for _, r := range apiRoutes {
+		mux.Handle(r.method+" "+r.path, s.authorized(s.apiHandler(r)))
+	}
+	mux.Handle("GET /api/events", s.authorized(http.HandlerFunc(s.events)))
+	mux.Handle("/api/", s.authorized(http.HandlerFunc(apiNotFound)))
+	mux.HandleFunc("GET /openapi.json", s.openAPI)
+	mux.HandleFunc("GET /docs", s.docs)
+
+	streamable := server.NewStreamableHTTPServer(m, server.WithStateful(s.opts.Stateful), server.WithStateLess(!s.opts.Stateful),
+		server.WithHeartbeatInterval(s.opts.KeepAlive))
+	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
+		server.WithKeepAliveInterval(s.opts.KeepAlive))
+	mux.Handle("/mcp", s.authorized(streamable))
+	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
+	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
+
+	mux.Handle("/", webHandler())
+	return s.logged(sameOrigin(limitBody(mux)))
+}
+
+// Serve answers requests on ln until ctx ends, then shuts down gracefully:
+// no new connections, in-flight requests get a grace period, event streams
+// and waiting MCP calls are cancelled.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	baseCtx, cancelStreams := context.WithCancel(context.Background())
+	defer cancelStreams()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		// No WriteTimeout: event streams and waiting get_user_request
+		// calls legitimately last minutes.
+		BaseContext: func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:    slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+	}
+	go s.hub.run(baseCtx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
+		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.opts.Log.Info("gateway shutting down")
+	cancelStreams()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("gateway: shutdown: %w", err)
+	}
+	s.opts.Log.Info("gateway stopped")
+	return nil
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "server_time": s.opts.Env.Now().UTC()})
+}

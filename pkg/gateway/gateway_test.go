@@ -1,0 +1,364 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/registry"
+	"lmtool.dev/lm/pkg/store"
+)
+
+// TestMain lets tests run the test binary as the lm command, so changes
+// can come from other processes exactly as from a shell or an agent.
+func TestMain(m *testing.M) {
+	if os.Getenv("LM_TEST_AS_LM") == "1" {
+		os.Exit(cli.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// gw is a gateway serving a fresh store on loopback.
+type gw struct {
+	t     *testing.T
+	url   string
+	store string
+}
+
+func start(t *testing.T, opts gateway.Options) *gw {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "lm.db")
+	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
+	opts.Ops = registry.All()
+	opts.Version = "test"
+	opts.KeepAlive = 200 * time.Millisecond
+	srv, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &gw{t: t, url: "http://" + ln.Addr().String(), store: path}
+}
+
+// do sends a request and returns the status and the decoded JSON body.
+func (g *gw) do(method, path, body string, header ...string) (int, map[string]any) {
+	g.t.Helper()
+	req, err := http.NewRequest(method, g.url+path, strings.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	var out map[string]any
+	if len(data) > 0 && strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(data, &out); err != nil {
+			g.t.Fatalf("%s %s: body is not JSON: %s", method, path, data)
+		}
+	}
+	return res.StatusCode, out
+}
+
+// lm runs the lm command in another process against the gateway's store.
+// Exit status 7 (a wait that ended empty) is a result, not a failure.
+func (g *gw) lm(args ...string) string {
+	g.t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"--store", g.store}, args...)...)
+	cmd.Env = append(os.Environ(), "LM_TEST_AS_LM=1", "LM_HOME="+filepath.Dir(g.store))
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 7) {
+		g.t.Fatalf("lm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestAPIRoutes(t *testing.T) {
+	g := start(t, gateway.Options{})
+	item := func(body map[string]any) map[string]any { return body["item"].(map[string]any) }
+
+	code, body := g.do("POST", "/api/instructions", `{"content": "first\nwith a second line"}`)
+	if code != 201 || item(body)["content"] != "first\nwith a second line" || item(body)["position"] != 1.0 {
+		t.Fatalf("POST /api/instructions = %d %v", code, body)
+	}
+	first := item(body)["id"].(string)
+	_, body = g.do("POST", "/api/instructions", `{"content": "second"}`)
+	second := item(body)["id"].(string)
+
+	cases := []struct {
+		method, path, body string
+		status             int
+		category           string
+	}{
+		{"GET", "/healthz", "", 200, ""},
+		{"GET", "/api/status", "", 200, ""},
+		{"GET", "/api/instructions?status=pending", "", 200, ""},
+		{"GET", "/api/instructions?status=bogus", "", 422, "invalid_input"},
+		{"GET", "/api/instructions?limit=x", "", 422, "invalid_input"},
+		{"GET", "/api/instructions/" + first, "", 200, ""},
+		{"GET", "/api/instructions/NOPE", "", 404, "not_found"},
+		{"POST", "/api/instructions", `{"content": "   "}`, 422, "invalid_input"},
+		{"POST", "/api/instructions", `{"content": 5}`, 422, "invalid_input"},
+		{"POST", "/api/instructions", `{"colour": "red"}`, 422, "invalid_input"},
+		{"POST", "/api/instructions", `not json`, 400, "bad_json"},
+		{"POST", "/api/instructions", `["content"]`, 400, "bad_json"},
+		{"POST", "/api/instructions", `{"content": "` + strings.Repeat("x", 3<<20) + `"}`, 400, "body_too_large"},
+		{"PATCH", "/api/instructions/" + first, `{"content": "first, reworded"}`, 200, ""},
+		{"PATCH", "/api/instructions/NOPE", `{"content": "x"}`, 404, "not_found"},
+		{"PATCH", "/api/instructions/" + first, `{"content": ""}`, 422, "invalid_input"},
+		{"POST", "/api/instructions/" + second + "/move", `{"to": 1}`, 200, ""},
+		{"POST", "/api/instructions/" + second + "/move", `{"to": 9}`, 422, "invalid_input"},
+		{"GET", "/api/config", "", 200, ""},
+		{"PATCH", "/api/config", `{"default_wait_seconds": 0, "agent_stale_after_seconds": 45}`, 200, ""},
+		{"PATCH", "/api/config", `{"default_wait_seconds": -1}`, 422, "invalid_input"},
+		{"PUT", "/api/config", `{}`, 405, "method_not_allowed"},
+		{"GET", "/api/nothing", "", 404, "not_found"},
+		{"GET", "/api/events?since=abc", "", 400, "invalid_input"},
+		{"GET", "/openapi.json", "", 200, ""},
+	}
+	for _, c := range cases {
+		code, body := g.do(c.method, c.path, c.body)
+		if code != c.status {
+			t.Errorf("%s %s = %d, want %d (%v)", c.method, c.path, code, c.status, body)
+			continue
+		}
+		if c.category != "" && (body["error_category"] != c.category || body["success"] != false || body["error"] == "") {
+			t.Errorf("%s %s: error body %v, want category %s", c.method, c.path, body, c.category)
+		}
+	}
+
+	_, body = g.do("GET", "/api/instructions?status=pending", "")
+	items := body["items"].([]any)
+	if len(items) != 2 || items[0].(map[string]any)["id"] != second || items[1].(map[string]any)["content"] != "first, reworded" {
+		t.Fatalf("after edit and move: %v", items)
+	}
+	if _, cfg := g.do("GET", "/api/config", ""); cfg["agent_stale_after_seconds"] != 45.0 || cfg["default_wait_seconds"] != 0.0 {
+		t.Fatalf("config after PATCH: %v", cfg)
+	}
+
+	// Consumed instructions are history: no edit, no delete.
+	g.lm("queue", "next", "--agent-id", "tester")
+	if code, body := g.do("PATCH", "/api/instructions/"+second, `{"content": "too late"}`); code != 409 || body["error_category"] != "conflict" {
+		t.Errorf("PATCH consumed = %d %v", code, body)
+	}
+	if code, _ := g.do("DELETE", "/api/instructions/"+second, ""); code != 409 {
+		t.Errorf("DELETE consumed = %d, want 409", code)
+	}
+	if code, body := g.do("DELETE", "/api/instructions/"+first, ""); code != 204 || body != nil {
+		t.Errorf("DELETE pending = %d %v, want 204 and no body", code, body)
+	}
+	if code, _ := g.do("DELETE", "/api/instructions/"+first, ""); code != 404 {
+		t.Errorf("DELETE again = %d, want 404", code)
+	}
+	_, st := g.do("GET", "/api/status", "")
+	if q := st["queue"].(map[string]any); q["pending_count"] != 0.0 || q["consumed_count"] != 1.0 || st["agent"].(map[string]any)["agent_id"] != "tester" {
+		t.Errorf("status: %v", st)
+	}
+}
+
+func TestTokenAndOrigin(t *testing.T) {
+	g := start(t, gateway.Options{Token: "s3cret"})
+	for _, c := range []struct {
+		name   string
+		path   string
+		header []string
+		status int
+	}{
+		{"no token", "/api/status", nil, 401},
+		{"wrong token", "/api/status", []string{"Authorization", "Bearer s3cre"}, 401},
+		{"not bearer", "/api/status", []string{"Authorization", "s3cret"}, 401},
+		{"token", "/api/status", []string{"Authorization", "Bearer s3cret"}, 200},
+		{"mcp needs the token", "/mcp", nil, 401},
+		{"events need the token", "/api/events", nil, 401},
+		{"health is open", "/healthz", nil, 200},
+		{"the page is open", "/", nil, 200},
+		{"same origin", "/api/status", []string{"Authorization", "Bearer s3cret", "Origin", "URL"}, 200},
+		{"foreign origin", "/api/status", []string{"Authorization", "Bearer s3cret", "Origin", "http://evil.example"}, 403},
+		{"null origin", "/api/status", []string{"Authorization", "Bearer s3cret", "Origin", "null"}, 403},
+		{"rebound host", "/api/status", []string{"Authorization", "Bearer s3cret", "Host", "evil.example:7437"}, 403},
+		{"rebound host on the page", "/", []string{"Host", "evil.example"}, 403},
+		{"localhost host", "/api/status", []string{"Authorization", "Bearer s3cret", "Host", "localhost:7437", "Origin", "http://localhost:7437"}, 200},
+	} {
+		header := append([]string(nil), c.header...)
+		for i := range header {
+			header[i] = strings.ReplaceAll(header[i], "URL", g.url)
+		}
+		code, body := g.do("GET", c.path, "", header...)
+		if code != c.status {
+			t.Errorf("%s: GET %s = %d, want %d (%v)", c.name, c.path, code, c.status, body)
+		}
+		if code == 401 && body["error_category"] != "unauthorized" {
+			t.Errorf("%s: 401 body %v", c.name, body)
+		}
+	}
+}
+
+// sse reads an event stream.
+type sse struct {
+	res *http.Response
+	r   *bufio.Reader
+}
+
+type message struct {
+	id, event string
+	data      map[string]any
+}
+
+func (g *gw) events(lastID string) *sse {
+	g.t.Helper()
+	req, _ := http.NewRequest("GET", g.url+"/api/events", nil)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		g.t.Fatalf("GET /api/events = %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	g.t.Cleanup(func() { res.Body.Close() })
+	return &sse{res: res, r: bufio.NewReader(res.Body)}
+}
+
+// next returns the next message, skipping comments; it fails the test if
+// none comes within the deadline.
+func (s *sse) next(t *testing.T) message {
+	t.Helper()
+	type result struct {
+		m   message
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var m message
+		for {
+			line, err := s.r.ReadString('\n')
+			if err != nil {
+				ch <- result{err: err}
+				return
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case line == "" && m.event != "":
+				ch <- result{m: m}
+				return
+			case strings.HasPrefix(line, "id: "):
+				m.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				m.event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				json.Unmarshal([]byte(line[6:]), &m.data)
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("event stream: %v", r.err)
+		}
+		return r.m
+	case <-time.After(20 * time.Second):
+		t.Fatal("no event within 20 s")
+	}
+	return message{}
+}
+
+// expect reads messages until one of the given type arrives.
+func (s *sse) expect(t *testing.T, event string) message {
+	t.Helper()
+	for range 50 {
+		if m := s.next(t); m.event == event {
+			return m
+		}
+	}
+	t.Fatalf("no %s event", event)
+	return message{}
+}
+
+func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
+	g := start(t, gateway.Options{})
+	stream := g.events("")
+
+	g.lm("queue", "add", "from a shell")
+	created := stream.expect(t, "instruction.created")
+	data := created.data["data"].(map[string]any)
+	if data["content"] != "from a shell" || data["status"] != "pending" || created.id == "" || created.data["type"] != "instruction.created" {
+		t.Fatalf("created event: %+v", created)
+	}
+
+	g.lm("queue", "next", "--agent-id", "agent-7")
+	consumed := stream.expect(t, "instruction.consumed")
+	if d := consumed.data["data"].(map[string]any); d["consumed_by_agent_id"] != "agent-7" || d["id"] != data["id"] {
+		t.Fatalf("consumed event: %+v", consumed)
+	}
+	status := stream.expect(t, "status.changed")
+	if d := status.data["data"].(map[string]any); d["agent_id"] != "agent-7" || d["connected"] != true {
+		t.Fatalf("status event: %+v", status)
+	}
+
+	g.do("PATCH", "/api/config", `{"default_empty_response": "keep going"}`)
+	cfg := stream.expect(t, "config.updated")
+	if cfg.data["data"].(map[string]any)["default_empty_response"] != "keep going" {
+		t.Fatalf("config event: %+v", cfg)
+	}
+
+	// Resuming after the first event replays everything after it, in order.
+	resumed := g.events(created.id)
+	if m := resumed.next(t); m.event != "instruction.consumed" || m.id <= created.id {
+		t.Fatalf("resumed stream starts with %+v", m)
+	}
+}
+
+func TestAgentTurningIdleIsAnnounced(t *testing.T) {
+	g := start(t, gateway.Options{})
+	g.do("PATCH", "/api/config", `{"agent_stale_after_seconds": 1, "default_wait_seconds": 0}`)
+	stream := g.events("")
+	g.lm("queue", "next", "--agent-id", "sleepy")
+	for range 20 {
+		m := stream.expect(t, "status.changed")
+		d := m.data["data"].(map[string]any)
+		if d["agent_id"] == "sleepy" && d["connected"] == false {
+			if m.id != "" {
+				t.Fatalf("an idle announcement is not a stored event, yet it has id %s", m.id)
+			}
+			return
+		}
+	}
+	t.Fatal("the agent never turned idle")
+}

@@ -1,0 +1,220 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+)
+
+// The hub reads the store's event log once per change, whichever process
+// made it, and fans the events out to every open event stream, so a
+// hundred open pages cost one store read per change, not a hundred. It
+// also notices agents going idle, which no process records: idleness is
+// the passing of time.
+type hub struct {
+	env *op.Env
+	log *slog.Logger
+
+	ready chan struct{} // closed once the first read is done
+
+	mu         sync.Mutex
+	cursor     uint64          // newest store event read
+	seq        uint64          // newest item's hub sequence
+	buf        []item          // recent items, oldest first
+	wake       chan struct{}   // closed and replaced when items arrive
+	staleAfter time.Duration   // the agent_stale_after_seconds setting
+	connected  map[string]bool // agents connected at the last look
+}
+
+// item is one event as the hub delivers it. Stored events carry the
+// store's sequence id; derived ones (an agent gone idle) have none.
+type item struct {
+	seq    uint64
+	ev     queue.Event
+	stored bool
+}
+
+// hubBuffer is how many recent items a stream can lag behind before it
+// catches up from the store instead.
+const hubBuffer = 4096
+
+// idleSlack is added to the moment an agent turns idle before looking, so
+// the look falls after the moment rather than on it.
+const idleSlack = 50 * time.Millisecond
+
+func newHub(env *op.Env, log *slog.Logger) *hub {
+	return &hub{env: env, log: log, ready: make(chan struct{}), wake: make(chan struct{}), connected: map[string]bool{}}
+}
+
+// run follows the store until ctx ends.
+func (h *hub) run(ctx context.Context) {
+	changes, unsubscribe, err := h.env.Store.Watch()
+	if err != nil {
+		h.log.Error("cannot watch the store; event streams will not update", "err", err)
+		close(h.ready)
+		return
+	}
+	defer unsubscribe()
+	for first := true; ; first = false {
+		idleAt, err := h.poll(ctx, first)
+		if first {
+			close(h.ready)
+		}
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("reading queue events", "err", err)
+			idleAt = time.Now().Add(time.Second) // try again soon
+		}
+		var timeout <-chan time.Time
+		var timer *time.Timer
+		if !idleAt.IsZero() {
+			timer = time.NewTimer(time.Until(idleAt))
+			timeout = timer.C
+		}
+		select {
+		case <-changes:
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// poll reads new events and re-derives agent connectivity. It returns when
+// the next agent will turn idle (zero: none will).
+func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
+	if first {
+		st, err := queue.Status(ctx, h.env, queue.Empty{})
+		if err != nil {
+			return time.Time{}, err
+		}
+		h.mu.Lock()
+		h.cursor = st.LastEvent
+		h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
+		h.mu.Unlock()
+	}
+	for {
+		h.mu.Lock()
+		cursor := h.cursor
+		h.mu.Unlock()
+		events, err := queue.EventsSince(ctx, h.env, cursor, 1000)
+		if err != nil {
+			return time.Time{}, err
+		}
+		h.mu.Lock()
+		for _, e := range events {
+			if e.Type == queue.EventConfigUpdated {
+				var s queue.Settings
+				if json.Unmarshal(e.Data, &s) == nil {
+					h.staleAfter = time.Duration(s.AgentStaleAfterSeconds) * time.Second
+				}
+			}
+			h.appendLocked(h.deriveLocked(e), true)
+			h.cursor = e.ID
+		}
+		h.mu.Unlock()
+		if len(events) < 1000 {
+			break
+		}
+	}
+	st, err := queue.Status(ctx, h.env, queue.Empty{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
+	var next time.Time
+	now := h.env.Now()
+	for _, a := range st.Agents {
+		if !first && h.connected[a.AgentID] && !a.Connected {
+			data, _ := json.Marshal(a)
+			h.appendLocked(queue.Event{Type: queue.EventStatusChanged, Timestamp: now.UTC(), Data: data}, false)
+		}
+		h.connected[a.AgentID] = a.Connected
+		if a.Connected {
+			at := a.LastSeenAt.Add(h.staleAfter)
+			if a.WaitingUntil != nil && a.WaitingUntil.After(at) {
+				at = *a.WaitingUntil
+			}
+			if at = at.Add(idleSlack); next.IsZero() || at.Before(next) {
+				next = at
+			}
+		}
+	}
+	h.broadcastLocked()
+	return next, nil
+}
+
+func (h *hub) appendLocked(e queue.Event, stored bool) {
+	h.seq++
+	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
+	if len(h.buf) > hubBuffer {
+		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-hubBuffer:]...)
+	}
+}
+
+func (h *hub) broadcastLocked() {
+	if len(h.buf) > 0 && h.buf[len(h.buf)-1].seq == h.seq {
+		close(h.wake)
+		h.wake = make(chan struct{})
+	}
+}
+
+// derive fills in an agent event's waiting and connected flags, which the
+// store leaves for readers to compute from the time.
+func (h *hub) derive(e queue.Event) queue.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.deriveLocked(e)
+}
+
+func (h *hub) deriveLocked(e queue.Event) queue.Event {
+	if e.Type != queue.EventStatusChanged {
+		return e
+	}
+	var a queue.Agent
+	if json.Unmarshal(e.Data, &a) != nil {
+		return e
+	}
+	now := h.env.Now()
+	a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
+	a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= h.staleAfter
+	if data, err := json.Marshal(a); err == nil {
+		e.Data = data
+	}
+	return e
+}
+
+// position is where a new stream joins: the newest item and the newest
+// store event already read.
+func (h *hub) position() (seq, cursor uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq, h.cursor
+}
+
+// after returns the items after seq and a channel closed when more arrive;
+// ok is false when seq has left the buffer and the stream must catch up
+// from the store.
+func (h *hub) after(seq uint64) (items []item, wake <-chan struct{}, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seq == h.seq {
+		return nil, h.wake, true
+	}
+	if len(h.buf) == 0 || h.buf[0].seq > seq+1 {
+		return nil, h.wake, false
+	}
+	i := int(seq + 1 - h.buf[0].seq)
+	return append([]item(nil), h.buf[i:]...), h.wake, true
+}

@@ -1,0 +1,163 @@
+package gateway
+
+import (
+	"encoding/json"
+	"html/template"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// openAPI is GET /openapi.json: the API described from the route table and
+// the operations' own input and output schemas, so it cannot drift from
+// what the handlers accept.
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.openAPIDocument())
+}
+
+func (s *Server) openAPIDocument() map[string]any {
+	envelope, _ := jsonschema.For[op.Envelope](nil)
+	errorResponse := func(desc string) map[string]any {
+		return map[string]any{"description": desc, "content": jsonContent(envelope)}
+	}
+	paths := map[string]map[string]any{}
+	for _, rt := range apiRoutes {
+		o := s.ops[rt.tool]
+		in := o.InputSchema()
+		var params []map[string]any
+		for _, name := range wildcards(rt.path) {
+			params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": schemaProp(in, name)})
+		}
+		operation := map[string]any{
+			"operationId": strings.ToLower(rt.method) + "_" + rt.tool,
+			"summary":     rt.summary,
+			"description": o.Info().Summary + ". Same operation as `lm " + strings.Join(o.Info().Path, " ") + "` and the MCP tool `" + rt.tool + "`.",
+			"responses": map[string]any{
+				"400": errorResponse("malformed request body"),
+				"401": errorResponse("missing or wrong bearer token (when the gateway has one)"),
+				"403": errorResponse("foreign Origin or Host"),
+				"422": errorResponse("invalid input: the error says what is accepted"),
+				"503": errorResponse("the store is locked by another process"),
+			},
+		}
+		responses := operation["responses"].(map[string]any)
+		if rt.status == http.StatusNoContent {
+			responses["204"] = map[string]any{"description": "done"}
+		} else {
+			responses[strconv.Itoa(rt.status)] = map[string]any{"description": "ok", "content": jsonContent(o.OutputSchema())}
+		}
+		if strings.Contains(rt.path, "{id}") {
+			responses["404"] = errorResponse("no such instruction")
+		}
+		if rt.method != "GET" && strings.Contains(rt.path, "{id}") {
+			responses["409"] = errorResponse("the instruction was already consumed")
+		}
+		if rt.body {
+			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(withoutFields(in, wildcards(rt.path)))}
+		} else {
+			for _, name := range op.FieldNames(in) {
+				if !slices.Contains(wildcards(rt.path), name) {
+					params = append(params, map[string]any{"name": name, "in": "query", "schema": in.Properties[name]})
+				}
+			}
+		}
+		if params != nil {
+			operation["parameters"] = params
+		}
+		if paths[rt.path] == nil {
+			paths[rt.path] = map[string]any{}
+		}
+		paths[rt.path][strings.ToLower(rt.method)] = operation
+	}
+	paths["/api/events"] = map[string]any{"get": map[string]any{
+		"operationId": "get_events",
+		"summary":     "Live queue events (Server-Sent Events)",
+		"description": "Event names: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated; " +
+			"data is {id, type, timestamp, data} with the full item. Stored events carry an SSE id: reconnect with Last-Event-ID (or ?since=ID) to get what was missed. " +
+			"status.changed without an id is an agent turning idle. \"resync\" means events were lost beyond retention: reload the state.",
+		"parameters": []map[string]any{{"name": "since", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}}},
+		"responses":  map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
+	}}
+	paths["/healthz"] = map[string]any{"get": map[string]any{
+		"operationId": "healthz", "summary": "Liveness: {status, server_time}; never needs the token",
+		"responses": map[string]any{"200": map[string]any{"description": "ok"}},
+	}}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "lm gateway",
+			"version":     s.opts.Version,
+			"description": "The instruction queue's HTTP API. MCP clients use /mcp (streamable HTTP) or /mcp/sse (legacy HTTP+SSE) instead.",
+		},
+		"components": map[string]any{"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
+		"security":   []map[string]any{{"bearer": []string{}}},
+		"paths":      paths,
+	}
+}
+
+func jsonContent(schema *jsonschema.Schema) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+// withoutFields is schema minus the named properties (those taken from the
+// path rather than the body).
+func withoutFields(schema *jsonschema.Schema, names []string) *jsonschema.Schema {
+	c := *schema
+	c.Properties = maps.Clone(schema.Properties)
+	for _, n := range names {
+		delete(c.Properties, n)
+	}
+	c.Required = slices.DeleteFunc(slices.Clone(schema.Required), func(r string) bool { return slices.Contains(names, r) })
+	return &c
+}
+
+var docsPage = template.Must(template.New("docs").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>lm gateway — API</title><link rel="stylesheet" href="/assets/app.css"></head>
+<body class="docs"><main class="docs-main">
+<header class="docs-head"><a class="wordmark" href="/">lm<span>·</span>desk</a><h1>HTTP API</h1>
+<p>Every route calls the same operation as the CLI and the MCP tool named beside it. Errors are JSON:
+<code>{"success": false, "error", "error_category", "recoverable", "suggestion", "exit_code"}</code>.
+Machine-readable: <a href="/openapi.json">/openapi.json</a>. MCP: <code>/mcp</code> (streamable HTTP), <code>/mcp/sse</code> (legacy SSE).</p></header>
+{{range .}}<section class="docs-route"><h2><span class="verb verb-{{.Method}}">{{.Method}}</span> <code>{{.Path}}</code></h2>
+<p>{{.Summary}}{{if .Tool}} — <code>{{.Tool}}</code> (<code>lm {{.CLI}}</code>){{end}}. Success: {{.Status}}.</p>
+{{if .Input}}<details><summary>Input schema</summary><pre>{{.Input}}</pre></details>{{end}}
+{{if .Output}}<details><summary>Output schema</summary><pre>{{.Output}}</pre></details>{{end}}
+</section>{{end}}
+</main></body></html>`))
+
+// docs is GET /docs: the same description as a page to read.
+func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		Method, Path, Summary, Tool, CLI, Input, Output string
+		Status                                          int
+	}
+	var entries []entry
+	for _, rt := range apiRoutes {
+		o := s.ops[rt.tool]
+		e := entry{Method: rt.method, Path: rt.path, Summary: rt.summary, Tool: rt.tool, CLI: strings.Join(o.Info().Path, " "), Status: rt.status,
+			Input: indent(withoutFields(o.InputSchema(), wildcards(rt.path)))}
+		if rt.status != http.StatusNoContent {
+			e.Output = indent(o.OutputSchema())
+		}
+		entries = append(entries, e)
+	}
+	entries = append(entries,
+		entry{Method: "GET", Path: "/api/events", Status: 200, Summary: "Live events as Server-Sent Events; resume with Last-Event-ID or ?since=ID"},
+		entry{Method: "GET", Path: "/healthz", Status: 200, Summary: "Liveness, without the token"})
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := docsPage.Execute(w, entries); err != nil {
+		s.opts.Log.Warn("render /docs", "err", err)
+	}
+}
+
+func indent(schema *jsonschema.Schema) string {
+	data, _ := json.MarshalIndent(schema, "", "  ")
+	return string(data)
+}
