@@ -10,6 +10,7 @@ import (
 	"lmtool.dev/lm/pkg/admin"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/tasks"
 )
 
 // Group describes a top-level command group.
@@ -22,6 +23,7 @@ type Group struct {
 var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
+	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
 }
 
 // All returns every operation, sorted by CLI path. It panics on a duplicate
@@ -31,6 +33,7 @@ func All() []op.Operation {
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
 		admin.Ops(),
+		tasks.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
