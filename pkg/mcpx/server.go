@@ -104,6 +104,9 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandle
 				})
 			}
 		}
+		env.Log = func(level string, data any) {
+			s.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": level, "logger": "lm", "data": data})
+		}
 		out, err := o.Call(ctx, &env, arguments(req))
 		if err != nil {
 			return ErrorResult(err), nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/tasks"
@@ -24,6 +25,7 @@ var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
 	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
+	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
 }
 
 // All returns every operation, sorted by CLI path. It panics on a duplicate
@@ -34,6 +36,7 @@ func All() []op.Operation {
 		queue.Ops(),
 		admin.Ops(),
 		tasks.Ops(),
+		jobs.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
