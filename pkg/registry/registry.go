@@ -58,6 +58,20 @@ func All() []op.Operation {
 	return ops
 }
 
+// Resources returns every MCP resource.
+func Resources() []op.Resource {
+	var rs []op.Resource
+	for _, domain := range [][]op.Resource{tasks.Resources(), jobs.Resources()} {
+		rs = append(rs, domain...)
+	}
+	for _, r := range rs {
+		if !known(r.Group) {
+			panic(fmt.Sprintf("registry: resource %s is in unknown group %q", r.URITemplate, r.Group))
+		}
+	}
+	return rs
+}
+
 func known(group string) bool {
 	for _, g := range Groups {
 		if g.Name == group {
