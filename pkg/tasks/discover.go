@@ -32,15 +32,16 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nil, op.Errorf(op.KindNotFound, "%s is not a directory", dir)
 	}
+	found := map[string]bool{}
 	for _, find := range finders {
-		found, err := find(dir)
+		more, err := find(dir)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		for i := range found {
-			found[i].finish(dir)
+		for i := range more {
+			more[i].finish(dir, found)
 		}
-		tasks = append(tasks, found...)
+		tasks = append(tasks, more...)
 	}
 	uniqify(tasks)
 	return tasks, problems, nil

@@ -42,10 +42,16 @@ func (t Task) WithArgs(args []string) []string {
 	return append(argv, args...)
 }
 
-// finish fills the fields derived from the argument vector.
-func (t *Task) finish(dir string) {
+// finish fills the fields derived from the argument vector; found caches
+// PATH lookups, which would otherwise dominate discovery.
+func (t *Task) finish(dir string, found map[string]bool) {
 	t.Command = ShellQuote(t.Argv)
-	t.RunnerAvailable = available(dir, t.Argv[0])
+	ok, seen := found[t.Argv[0]]
+	if !seen {
+		ok = available(dir, t.Argv[0])
+		found[t.Argv[0]] = ok
+	}
+	t.RunnerAvailable = ok
 }
 
 func available(dir, program string) bool {
