@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/registry"
 )
 
 // Instructions tell connecting agents how to use lm's tools.
@@ -47,7 +49,40 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string) (
 		}
 		s.AddTool(tool, handler(s, o, base))
 	}
+	for _, r := range registry.Resources() {
+		if len(only) > 0 && !slices.Contains(only, r.Group) {
+			continue
+		}
+		addResource(s, r, base)
+	}
 	return s, nil
+}
+
+// addResource serves an [op.Resource]: a fixed URI as a resource, a URI
+// template as a resource template. The value Read returns is sent as JSON.
+func addResource(s *server.MCPServer, r op.Resource, base op.Env) {
+	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		u, err := url.Parse(req.Params.URI)
+		if err != nil {
+			return nil, fmt.Errorf("resource URI %q: %w", req.Params.URI, err)
+		}
+		env := base
+		out, err := r.Read(ctx, &env, u)
+		if err != nil {
+			return nil, err
+		}
+		text, err := jsonio.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", req.Params.URI, err)
+		}
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: r.MIMEType, Text: string(text)}}, nil
+	}
+	if !strings.Contains(r.URITemplate, "{") {
+		s.AddResource(mcp.NewResource(r.URITemplate, r.Name, mcp.WithResourceDescription(r.Description), mcp.WithMIMEType(r.MIMEType)), read)
+		return
+	}
+	s.AddResourceTemplate(mcp.NewResourceTemplate(r.URITemplate, r.Name,
+		mcp.WithTemplateDescription(r.Description), mcp.WithTemplateMIMEType(r.MIMEType)), read)
 }
 
 // Groups lists the groups that have MCP tools.
@@ -103,6 +138,9 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandle
 					"progressToken": token, "progress": progress, "total": total, "message": message,
 				})
 			}
+		}
+		env.Log = func(level string, data any) {
+			s.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": level, "logger": "lm", "data": data})
 		}
 		out, err := o.Call(ctx, &env, arguments(req))
 		if err != nil {

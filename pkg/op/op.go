@@ -94,6 +94,11 @@ type Env struct {
 	Progress func(progress, total float64, message string)
 	// Emit writes one value of a stream operation's output.
 	Emit func(v any) error
+	// Log sends an MCP logging notification (notifications/message) to
+	// the client that made the call, for output the client asked to have
+	// streamed; it may be nil (the CLI). It stays usable after the call
+	// returns, for as long as the client's session lasts.
+	Log func(level string, data any)
 }
 
 // ReportProgress calls Env.Progress when the caller listens for progress.

@@ -10,8 +10,10 @@ import (
 
 	"lmtool.dev/lm/pkg/admin"
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/tasks"
 )
 
 // Group describes a top-level command group.
@@ -24,6 +26,8 @@ type Group struct {
 var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
+	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
+	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -37,6 +41,8 @@ func All() []op.Operation {
 		queue.Ops(),
 		admin.Ops(),
 		buildinfo.Ops(),
+		tasks.Ops(),
+		jobs.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
@@ -56,6 +62,20 @@ func All() []op.Operation {
 		names[m.Name], paths[p] = true, true
 	}
 	return ops
+}
+
+// Resources returns every MCP resource.
+func Resources() []op.Resource {
+	var rs []op.Resource
+	for _, domain := range [][]op.Resource{tasks.Resources(), jobs.Resources()} {
+		rs = append(rs, domain...)
+	}
+	for _, r := range rs {
+		if !known(r.Group) {
+			panic(fmt.Sprintf("registry: resource %s is in unknown group %q", r.URITemplate, r.Group))
+		}
+	}
+	return rs
 }
 
 func known(group string) bool {

@@ -1,0 +1,419 @@
+package jobs
+
+import (
+	"context"
+	"os"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/tasks"
+)
+
+// DefaultChunk is the most output one logs call returns.
+const DefaultChunk = 64 << 10
+
+// StartInput says what to run and how.
+type StartInput struct {
+	Command []string `json:"command,omitempty" jsonschema:"a task name and its arguments, or a command and its arguments"`
+	Task    string   `json:"task,omitempty" jsonschema:"run this task (the command words are then its arguments)"`
+	PTY     bool     `json:"pty,omitempty" jsonschema:"run in a pseudo-terminal (output is merged, lines end in CRLF)"`
+	Env     []string `json:"env,omitempty" jsonschema:"environment entries (KEY=VALUE) to add"`
+	Cwd     string   `json:"cwd,omitempty" jsonschema:"working directory, under the current directory"`
+	TTL     string   `json:"ttl,omitempty" jsonschema:"stop the job this long after it starts (default 30m, 0 = never)"`
+	LogSize int64    `json:"log_size,omitempty" jsonschema:"bytes of output kept (default 4 MiB); older output is evicted"`
+	Wait    string   `json:"wait,omitempty" jsonschema:"wait up to this long for the job to end and return its output"`
+	Follow  bool     `json:"follow,omitempty" jsonschema:"print output chunks as JSON Lines until the job ends"`
+}
+
+// StartOutput is the started job, and its output when it ended within the
+// wait.
+type StartOutput struct {
+	Job    Job    `json:"job"`
+	Output *Chunk `json:"output,omitempty"`
+}
+
+// StartCommand starts a job from a task name or a command. The first word
+// names a task when the project defines one; otherwise the words are the
+// command.
+func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return StartOutput{}, err
+	}
+	spec := Spec{Env: in.Env, PTY: in.PTY, LogSize: in.LogSize, Argv: in.Command}
+	name, args := in.Task, in.Command
+	if name == "" && len(in.Command) > 0 {
+		if t, err := tasks.Find(root, in.Command[0]); err == nil {
+			name, args = t.Name, in.Command[1:]
+		} else if op.KindOf(err) == op.KindInvalid {
+			return StartOutput{}, err // an ambiguous task name
+		}
+	}
+	if name != "" {
+		t, err := tasks.Find(root, name)
+		if err != nil {
+			return StartOutput{}, err
+		}
+		spec.Task, spec.Argv = t.Name, t.WithArgs(args)
+	}
+	if spec.Dir, err = workDir(root, in.Cwd); err != nil {
+		return StartOutput{}, err
+	}
+	if spec.TTL, err = duration("ttl", in.TTL, DefaultTTL); err != nil {
+		return StartOutput{}, err
+	}
+	wait, err := duration("wait", in.Wait, 0)
+	if err != nil {
+		return StartOutput{}, err
+	}
+	j, err := Start(ctx, env, spec)
+	if err != nil {
+		return StartOutput{}, err
+	}
+	if in.Follow {
+		last, err := follow(ctx, env, j.ID, 0, env.Emit)
+		if err == nil && last.To > last.From {
+			err = env.Emit(last)
+		}
+		if err != nil {
+			return StartOutput{}, err
+		}
+		j, err = load(ctx, env, j.ID)
+		return StartOutput{Job: j}, err
+	}
+	return finishWithin(ctx, env, j, wait)
+}
+
+// finishWithin waits up to wait for the job to end; if it does, the result
+// carries its exit code and the tail of its output.
+func finishWithin(ctx context.Context, env *op.Env, j Job, wait time.Duration) (StartOutput, error) {
+	if wait <= 0 {
+		return StartOutput{Job: j}, nil
+	}
+	j, err := waitEnd(ctx, env, j.ID, wait)
+	if err != nil || !j.Terminal() {
+		return StartOutput{Job: j}, err
+	}
+	from := uint64(0)
+	if j.BytesEmitted > DefaultChunk {
+		from = j.BytesEmitted - DefaultChunk
+	}
+	c, err := readRing(logPath(env.Home, j.ID), from, DefaultChunk)
+	if err != nil {
+		return StartOutput{Job: j}, nil
+	}
+	return StartOutput{Job: j, Output: &c}, nil
+}
+
+func duration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, op.Errorf(op.KindInvalid, "%s %q is not a duration", field, s).WithHint("e.g. 30s, 5m, 1h30m")
+	}
+	return d, nil
+}
+
+// IDInput names a job.
+type IDInput struct {
+	ID string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+}
+
+// StatusOutput is one job.
+type StatusOutput struct {
+	Job Job `json:"job"`
+}
+
+// Status shows a job.
+func Status(ctx context.Context, env *op.Env, in IDInput) (StatusOutput, error) {
+	j, err := load(ctx, env, in.ID)
+	return StatusOutput{Job: j}, err
+}
+
+// ListInput filters jobs.
+type ListInput struct {
+	State string `json:"state,omitempty" jsonschema:"only jobs in this state"`
+}
+
+// ListOutput is jobs, oldest first.
+type ListOutput struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// List shows every job.
+func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
+	var stored []Job
+	if err := env.Store.View(ctx, func(tx *bolt.Tx) error { stored = all(tx); return nil }); err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Jobs: []Job{}}
+	for _, j := range stored {
+		j, err := refresh(ctx, env, j)
+		if err != nil {
+			return ListOutput{}, err
+		}
+		if in.State == "" || j.State == in.State {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	sort.Slice(out.Jobs, func(a, b int) bool { return out.Jobs[a].ID < out.Jobs[b].ID })
+	return out, nil
+}
+
+// LogsInput is a read of a job's output.
+type LogsInput struct {
+	ID       string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	From     uint64 `json:"from,omitempty" jsonschema:"the cursor to read from: 0, or the to of the previous read"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"most bytes to return (default 65536)"`
+	Wait     string `json:"wait,omitempty" jsonschema:"when nothing new is there yet, wait up to this long for output or the job's end"`
+	Follow   bool   `json:"follow,omitempty" jsonschema:"print chunks as JSON Lines until the job ends (CLI)"`
+}
+
+// LogsOutput is a chunk of output and where to continue.
+type LogsOutput struct {
+	JobID string `json:"job_id"`
+	Chunk
+	State string `json:"state"`
+	EOF   bool   `json:"eof" jsonschema:"the job has ended and everything was read"`
+}
+
+// Logs reads output from a cursor.
+func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
+	j, err := load(ctx, env, in.ID)
+	if err != nil {
+		return LogsOutput{}, err
+	}
+	if in.Follow {
+		if env.Emit == nil {
+			return LogsOutput{}, op.Errorf(op.KindInvalid, "follow streams JSON Lines on the CLI only").WithHint("use wait with from instead")
+		}
+		return follow(ctx, env, j.ID, in.From, env.Emit)
+	}
+	wait, err := duration("wait", in.Wait, 0)
+	if err != nil {
+		return LogsOutput{}, err
+	}
+	if wait > 0 {
+		if j, err = waitOutput(ctx, env, j.ID, in.From, wait); err != nil {
+			return LogsOutput{}, err
+		}
+	}
+	return read(env, j, in.From, in.MaxBytes)
+}
+
+func read(env *op.Env, j Job, from uint64, max int) (LogsOutput, error) {
+	if max <= 0 {
+		max = DefaultChunk
+	}
+	c, err := readRing(logPath(env.Home, j.ID), from, max)
+	if os.IsNotExist(err) {
+		c, err = Chunk{From: from, To: from}, nil // its supervisor has not created the log yet
+	}
+	if err != nil {
+		return LogsOutput{}, op.Errorf(op.KindInternal, "read output of %s: %w", j.ID, err)
+	}
+	return LogsOutput{JobID: j.ID, Chunk: c, State: j.State, EOF: j.Terminal() && c.To >= c.Written}, nil
+}
+
+// follow emits every chunk from a cursor until the job ends and all its
+// output was read, and returns the final chunk (eof) without emitting it.
+func follow(ctx context.Context, env *op.Env, id string, from uint64, emit func(any) error) (LogsOutput, error) {
+	for {
+		j, err := waitOutput(ctx, env, id, from, time.Hour)
+		if err != nil {
+			return LogsOutput{}, err
+		}
+		out, err := read(env, j, from, DefaultChunk)
+		if err != nil || out.EOF {
+			return out, err
+		}
+		if out.To > out.From || out.Evicted > 0 {
+			if err := emit(out); err != nil {
+				return out, err
+			}
+		}
+		from = out.To
+	}
+}
+
+// waitOutput returns once the job has written past cursor or ended, or
+// after wait. It sleeps on inotify (the log file) and the store's change
+// notification, never polling.
+func waitOutput(ctx context.Context, env *op.Env, id string, cursor uint64, wait time.Duration) (Job, error) {
+	return waitFor(ctx, env, id, wait, func(j Job) bool { return j.Terminal() || j.BytesEmitted > cursor })
+}
+
+// waitEnd returns once the job has ended, or after wait.
+func waitEnd(ctx context.Context, env *op.Env, id string, wait time.Duration) (Job, error) {
+	return waitFor(ctx, env, id, wait, Job.Terminal)
+}
+
+func waitFor(ctx context.Context, env *op.Env, id string, wait time.Duration, done func(Job) bool) (Job, error) {
+	changes, cancel, err := env.Store.Watch()
+	if err != nil {
+		return Job{}, err
+	}
+	defer cancel()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return Job{}, op.Errorf(op.KindInternal, "watch job output: %w", err)
+	}
+	defer w.Close()
+	j, err := load(ctx, env, id)
+	if err != nil {
+		return j, err
+	}
+	watching := false
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	// A supervisor that is killed writes nothing: check it now and then.
+	liveness := time.NewTicker(time.Second)
+	defer liveness.Stop()
+	for {
+		if !watching {
+			// The log appears when the supervisor starts.
+			watching = w.Add(logPath(env.Home, j.ID)) == nil
+		}
+		if done(j) {
+			return j, nil
+		}
+		select {
+		case <-ctx.Done():
+			return j, ctx.Err()
+		case <-deadline.C:
+			return j, nil
+		case <-changes:
+		case <-w.Events:
+		case <-w.Errors:
+		case <-liveness.C:
+		}
+		if j, err = load(ctx, env, j.ID); err != nil {
+			return j, err
+		}
+	}
+}
+
+// WaitInput names a job and how long to wait for its end.
+type WaitInput struct {
+	ID      string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	Timeout string `json:"timeout,omitempty" jsonschema:"give up after this long (default: wait as long as it runs)"`
+}
+
+// WaitOutput is the job when the wait ended.
+type WaitOutput struct {
+	Job      Job  `json:"job"`
+	TimedOut bool `json:"timed_out"`
+}
+
+// ExitCode is 7 when the job was still running at the timeout.
+func (w WaitOutput) ExitCode() int {
+	if w.TimedOut {
+		return op.KindTimeout.ExitCode()
+	}
+	return 0
+}
+
+// Wait blocks until a job ends.
+func Wait(ctx context.Context, env *op.Env, in WaitInput) (WaitOutput, error) {
+	timeout, err := duration("timeout", in.Timeout, 100*365*24*time.Hour)
+	if err != nil {
+		return WaitOutput{}, err
+	}
+	j, err := waitEnd(ctx, env, in.ID, timeout)
+	return WaitOutput{Job: j, TimedOut: err == nil && !j.Terminal()}, err
+}
+
+// StopInput names a job and its grace period.
+type StopInput struct {
+	ID    string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	Grace string `json:"grace,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5s)"`
+}
+
+// Stop ends a job: SIGTERM to its whole process group, SIGKILL after the
+// grace period. A queued job is stopped without running.
+func Stop(ctx context.Context, env *op.Env, in StopInput) (StatusOutput, error) {
+	grace, err := duration("grace", in.Grace, DefaultGrace)
+	if err != nil {
+		return StatusOutput{}, err
+	}
+	j, err := stop(ctx, env, in.ID, grace)
+	return StatusOutput{Job: j}, err
+}
+
+func stop(ctx context.Context, env *op.Env, id string, grace time.Duration) (Job, error) {
+	var j Job
+	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if j, err = resolve(tx, id); err != nil || j.Terminal() {
+			return err
+		}
+		now := env.Now().UTC()
+		if j.StopAt == nil {
+			j.StopAt, j.StopReason = &now, "stop requested"
+		}
+		if j.State == Queued {
+			j.State, j.FinishedAt = Stopped, &now
+		}
+		return put(tx, j)
+	})
+	if err != nil || j.Terminal() {
+		return j, err
+	}
+	if j.PID == 0 {
+		// Still starting: the supervisor signals it once it has a pid.
+		return waitEnd(ctx, env, j.ID, grace+5*time.Second)
+	}
+	syscall.Kill(-j.PID, syscall.SIGTERM)
+	if j, err = waitEnd(ctx, env, j.ID, grace); err != nil || j.Terminal() {
+		return j, err
+	}
+	syscall.Kill(-j.PID, syscall.SIGKILL)
+	return waitEnd(ctx, env, j.ID, 10*time.Second)
+}
+
+// PruneInput selects finished jobs to delete.
+type PruneInput struct {
+	OlderThan string `json:"older_than,omitempty" jsonschema:"only jobs that finished longer ago than this (e.g. 24h)"`
+}
+
+// PruneOutput lists what was deleted.
+type PruneOutput struct {
+	Removed []string `json:"removed"`
+}
+
+// Prune deletes finished jobs and their output.
+func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error) {
+	age, err := duration("older_than", in.OlderThan, 0)
+	if err != nil {
+		return PruneOutput{}, err
+	}
+	cutoff := env.Now().Add(-age)
+	out := PruneOutput{Removed: []string{}}
+	err = env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		out.Removed = out.Removed[:0]
+		b := tx.Bucket(bucket)
+		for _, j := range all(tx) {
+			if j.Terminal() && j.FinishedAt != nil && !j.FinishedAt.After(cutoff) {
+				if err := b.Delete([]byte(j.ID)); err != nil {
+					return err
+				}
+				out.Removed = append(out.Removed, j.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, id := range out.Removed {
+		os.RemoveAll(jobDir(env.Home, id))
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+// Package jobs runs commands and tasks as supervised background jobs. Each
+// job is owned by its own supervisor process (`lm jobs supervise`, started
+// from the same executable), not by the CLI or MCP server that started it,
+// so it outlives them. The supervisor captures output into a ring file,
+// Jobs every state change in the store, enforces the orphan TTL and
+// stops the whole process group.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// The states of a job.
+const (
+	Queued  = "queued"  // waiting for a free slot
+	Running = "running" // the child is running
+	Exited  = "exited"  // the child exited 0
+	Failed  = "failed"  // non-zero exit, a signal, or it could not start
+	Stopped = "stopped" // stopped on request or at its TTL
+)
+
+var bucket = []byte("jobs.Jobs")
+
+// Job is a job's stored Job; its JSON is spec 003's JobStatusDto plus
+// what it ran and how.
+type Job struct {
+	ID           string     `json:"job_id"`
+	State        string     `json:"state" jsonschema:"queued, running, exited, failed or stopped"`
+	Task         string     `json:"task,omitempty" jsonschema:"the task's unique name, when started from a task"`
+	Argv         []string   `json:"argv"`
+	Dir          string     `json:"cwd"`
+	Env          []string   `json:"env,omitempty"`
+	PTY          bool       `json:"pty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	ExitCode     *int       `json:"exit_code,omitempty"`
+	Signal       string     `json:"signal,omitempty" jsonschema:"the signal that ended the child, if one did"`
+	Error        string     `json:"error,omitempty" jsonschema:"why the job failed without an exit code"`
+	BytesEmitted uint64     `json:"bytes_emitted"`
+	Truncated    bool       `json:"truncated" jsonschema:"older output was evicted from the ring buffer"`
+	LogSize      int64      `json:"log_size"`
+	TTLSeconds   int64      `json:"orphan_ttl_sec" jsonschema:"the job is stopped this long after it starts; 0 means never"`
+	MaxRunning   int        `json:"max_running" jsonschema:"the concurrency limit the job was started under"`
+	PID          int        `json:"pid,omitempty"`
+	Supervisor   int        `json:"supervisor_pid,omitempty"`
+	StopAt       *time.Time `json:"stop_requested_at,omitempty"`
+	StopReason   string     `json:"stop_reason,omitempty"`
+}
+
+// Terminal reports whether the job has ended.
+func (j Job) Terminal() bool { return j.State == Exited || j.State == Failed || j.State == Stopped }
+
+// dir is where a job's files live.
+func jobDir(home, id string) string  { return filepath.Join(home, "jobs", id) }
+func logPath(home, id string) string { return filepath.Join(jobDir(home, id), "output.ring") }
+
+func get(tx *bolt.Tx, id string) (Job, bool) {
+	b := tx.Bucket(bucket)
+	if b == nil {
+		return Job{}, false
+	}
+	v := b.Get([]byte(id))
+	if v == nil {
+		return Job{}, false
+	}
+	var r Job
+	if err := json.Unmarshal(v, &r); err != nil {
+		return Job{}, false
+	}
+	return r, true
+}
+
+func put(tx *bolt.Tx, r Job) error {
+	b, err := tx.CreateBucketIfNotExists(bucket)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(r.ID), v)
+}
+
+func all(tx *bolt.Tx) []Job {
+	var out []Job
+	if b := tx.Bucket(bucket); b != nil {
+		b.ForEach(func(k, v []byte) error {
+			var r Job
+			if json.Unmarshal(v, &r) == nil {
+				out = append(out, r)
+			}
+			return nil
+		})
+	}
+	return out
+}
+
+// resolve finds a job by id or unique id prefix (with or without "j_").
+func resolve(tx *bolt.Tx, idOrPrefix string) (Job, error) {
+	want := strings.ToUpper(strings.TrimPrefix(strings.TrimSpace(idOrPrefix), "j_"))
+	if want == "" {
+		return Job{}, op.Errorf(op.KindInvalid, "job id is empty")
+	}
+	if r, ok := get(tx, "j_"+want); ok {
+		return r, nil
+	}
+	var matches []Job
+	for _, r := range all(tx) {
+		if strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
+			matches = append(matches, r)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return Job{}, op.Errorf(op.KindNotFound, "no job %q", idOrPrefix).WithCategory("job_not_found").WithHint("see 'lm jobs list'")
+	}
+	var ids []string
+	for _, m := range matches {
+		ids = append(ids, m.ID)
+	}
+	sort.Strings(ids)
+	return Job{}, op.Errorf(op.KindInvalid, "job id prefix %q is ambiguous: %s", idOrPrefix, strings.Join(ids, ", "))
+}
+
+// load reads a job and fills in what only the filesystem knows: the live
+// output count, and whether a job Jobed as live lost its supervisor.
+func load(ctx context.Context, env *op.Env, id string) (Job, error) {
+	var j Job
+	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		var err error
+		j, err = resolve(tx, id)
+		return err
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return refresh(ctx, env, j)
+}
+
+func refresh(ctx context.Context, env *op.Env, j Job) (Job, error) {
+	if j.Terminal() {
+		return j, nil
+	}
+	if f, err := os.Open(logPath(env.Home, j.ID)); err == nil {
+		if capacity, written, err := ringState(f); err == nil {
+			j.BytesEmitted, j.Truncated = written, written > capacity
+		}
+		f.Close()
+	}
+	if j.Supervisor != 0 && !alive(j.Supervisor) {
+		return markLost(ctx, env, j.ID)
+	}
+	return j, nil
+}
+
+// markLost Jobs that a job's supervisor died (killed with SIGKILL, or
+// the machine rebooted): nothing will ever update the job again.
+func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
+	var out Job
+	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		r, ok := get(tx, id)
+		if !ok {
+			return op.Errorf(op.KindNotFound, "no job %q", id)
+		}
+		if !r.Terminal() && r.Supervisor != 0 && !alive(r.Supervisor) {
+			now := env.Now().UTC()
+			r.State, r.FinishedAt = Failed, &now
+			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
+			if r.PID != 0 {
+				syscall.Kill(-r.PID, syscall.SIGKILL) // do not leave its process group running unobserved
+			}
+			if err := put(tx, r); err != nil {
+				return err
+			}
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// alive reports whether a process exists (and is not a zombie).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) {
+		return data[i+2] != 'Z'
+	}
+	return true
+}

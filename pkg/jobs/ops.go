@@ -1,0 +1,85 @@
+package jobs
+
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Ops are `lm jobs …` and the MCP tools run_task and jobs_*.
+func Ops() []op.Operation {
+	return []op.Operation{
+		op.New(op.Meta{
+			Name: "jobs_start", Path: []string{"jobs", "start"},
+			Summary: "Start a task or a command as a background job",
+			Description: "The first word names a task when the project defines one (the rest are its arguments); otherwise the words are the command, run without a shell. " +
+				"The job is owned by its own supervisor process and outlives lm. Beyond LM_JOBS_MAX_RUNNING (default 8) running jobs it waits queued. " +
+				"With --wait it returns as soon as the job ends, with its exit code and the tail of its output. Not available over MCP: agents use run_task, which checks the allowlist.",
+			Examples: "lm jobs start test --wait 2m\nlm jobs start -- npm run dev --port 5173\nlm jobs start --pty -- ./interactive.sh --follow",
+			Args:     []string{"command"},
+			Effect:   op.Destructive, CLIOnly: true,
+		}, StartCommand),
+		op.New(op.Meta{
+			Name: "jobs_list", Path: []string{"jobs", "list"},
+			Summary: "List jobs, oldest first",
+			Effect:  op.ReadOnly, Idempotent: true,
+		}, List),
+		op.New(op.Meta{
+			Name: "jobs_status", Path: []string{"jobs", "status"},
+			Summary: "Show a job's state, times, exit code and output size", Args: []string{"id"},
+			Effect: op.ReadOnly, Idempotent: true,
+		}, Status),
+		op.New(op.Meta{
+			Name: "jobs_logs", Path: []string{"jobs", "logs"},
+			Summary: "Read a job's output from a cursor",
+			Description: "Cursors are byte offsets over everything the job ever wrote: pass the returned to as the next from. " +
+				"evicted counts bytes before from that the ring buffer no longer holds; eof is true once the job ended and everything was read. " +
+				"--wait blocks until there is new output or the job ends; --follow prints chunks as JSON Lines until the end.",
+			Examples: "lm jobs logs j_01J… -r --jq .data\nlm jobs logs j_01J… --from 4096 --wait 30s\nlm jobs logs j_01J… --follow -r --jq .data",
+			Args:     []string{"id"},
+			Effect:   op.ReadOnly, Idempotent: true,
+		}, Logs),
+		op.New(op.Meta{
+			Name: "jobs_wait", Path: []string{"jobs", "wait"},
+			Summary:     "Wait until a job ends",
+			Description: "Exits 0 when the job has ended (see exit_code and state), 7 when --timeout passed first.",
+			Args:        []string{"id"},
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, Wait),
+		op.New(op.Meta{
+			Name: "jobs_stop", Path: []string{"jobs", "stop"},
+			Summary: "Stop a job: SIGTERM to its process group, SIGKILL after the grace period", Args: []string{"id"},
+			Effect: op.Destructive, Idempotent: true,
+		}, Stop),
+		op.New(op.Meta{
+			Name: "jobs_prune", Path: []string{"jobs", "prune"},
+			Summary: "Delete finished jobs and their output",
+			Effect:  op.Destructive, Idempotent: true, CLIOnly: true,
+		}, Prune),
+		op.New(op.Meta{
+			Name: "jobs_supervise", Path: []string{"jobs", "supervise"},
+			Summary: "Supervise one job (started by lm jobs start; not for direct use)", Args: []string{"id"},
+			Effect: op.Destructive, CLIOnly: true, Hidden: true,
+		}, Supervise),
+		op.New(op.Meta{
+			Name: "run_task", Path: []string{"jobs", "run-task"},
+			Summary: "Start, inspect or stop a project task as a job, if the MCP allowlist allows it",
+			Description: "op start runs task (with args, env, cwd under the project, orphan_ttl_sec) and returns its job_id; wait_ms waits for a quick task to end and returns its output. " +
+				"With stream true the server sends logging notifications {job_id, chunk} as output arrives. " +
+				"op status and op stop take job_id (stop: SIGTERM, then SIGKILL after grace_ms). " +
+				"A task the MCP allowlist does not allow is refused with error_category NotAllowlisted; only a person can change the allowlist.",
+			Examples: "lm jobs run-task --op start --task test --wait-ms 60000",
+			Effect:   op.Destructive,
+		}, RunTask),
+	}
+}
+
+// RefineSchema lists the states.
+func (ListInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["state"].Enum = []any{Queued, Running, Exited, Failed, Stopped}
+}
+
+// RefineSchema lists the operations.
+func (RunTaskInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["op"].Enum = []any{"start", "status", "stop"}
+}

@@ -1,0 +1,117 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/tasks"
+)
+
+// DefaultTTL is the orphan TTL when none is given (spec 003: detach with a
+// TTL of 30 minutes).
+const DefaultTTL = 30 * time.Minute
+
+// DefaultMaxRunning is the concurrency limit unless LM_JOBS_MAX_RUNNING
+// sets another.
+const DefaultMaxRunning = 8
+
+// Spec is what to run.
+type Spec struct {
+	Task    string // the task's unique name, when Argv came from a task
+	Argv    []string
+	Dir     string
+	Env     []string // KEY=VALUE added to the environment
+	PTY     bool
+	TTL     time.Duration
+	LogSize int64
+}
+
+// Start records a queued job and launches its supervisor, detached in its
+// own session with stdin closed, so the job outlives this process and never
+// reads an MCP server's stdio.
+func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return Job{}, op.Errorf(op.KindInvalid, "nothing to run").WithHint("give a task name or a command after --")
+	}
+	for _, kv := range spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return Job{}, op.Errorf(op.KindInvalid, "environment entry %q is not KEY=VALUE", kv)
+		}
+	}
+	if spec.LogSize == 0 {
+		spec.LogSize = DefaultLogSize
+	}
+	if spec.LogSize < 4096 || spec.LogSize > 1<<30 {
+		return Job{}, op.Errorf(op.KindInvalid, "log size %d is out of range", spec.LogSize).WithHint("use 4096 to 1073741824 bytes")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return Job{}, op.Errorf(op.KindInternal, "find lm's executable: %w", err)
+	}
+	j := Job{
+		ID: "j_" + ulid.Make().String(), State: Queued, Task: spec.Task,
+		Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, PTY: spec.PTY,
+		CreatedAt: env.Now().UTC(), LogSize: spec.LogSize,
+		TTLSeconds: int64(spec.TTL / time.Second), MaxRunning: maxRunning(),
+	}
+	dir := jobDir(env.Home, j.ID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Job{}, op.Errorf(op.KindInternal, "create %s: %w", dir, err)
+	}
+	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, j) }); err != nil {
+		return Job{}, err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, "supervisor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return Job{}, fail(ctx, env, j.ID, fmt.Sprintf("create supervisor log: %v", err))
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "--store", env.Store.Path, "jobs", "supervise", j.ID)
+	cmd.Args[0] = "lm" // the multi-call name, whatever the file is called
+	cmd.Dir = j.Dir
+	cmd.Env = append(os.Environ(), "LM_HOME="+env.Home)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return Job{}, fail(ctx, env, j.ID, fmt.Sprintf("start supervisor: %v", err))
+	}
+	go cmd.Wait() // reap it if this process lives longer (lm mcp)
+	return j, nil
+}
+
+func maxRunning() int {
+	if n, err := strconv.Atoi(os.Getenv("LM_JOBS_MAX_RUNNING")); err == nil && n > 0 {
+		return n
+	}
+	return DefaultMaxRunning
+}
+
+// workDir resolves a job's working directory: root by default, else dir
+// (relative to root), which must stay under root after resolving symlinks.
+func workDir(root, dir string) (string, error) {
+	if dir == "" {
+		return root, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", op.Errorf(op.KindInvalid, "working directory %s does not exist", dir)
+	}
+	if !tasks.Within(dir, root) {
+		return "", op.Errorf(op.KindDenied, "working directory %s is outside the project %s", dir, root).
+			WithHint("jobs run inside the project directory")
+	}
+	return filepath.Clean(dir), nil
+}

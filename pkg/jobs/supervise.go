@@ -1,0 +1,285 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// DefaultGrace is how long a stopped job gets between SIGTERM and SIGKILL.
+const DefaultGrace = 5 * time.Second
+
+// SuperviseInput names the job a supervisor owns.
+type SuperviseInput struct {
+	ID string `json:"id" jsonschema:"the job to supervise"`
+}
+
+// SuperviseOutput is the job as it ended.
+type SuperviseOutput struct {
+	Job Job `json:"job"`
+}
+
+// Supervise is the supervisor process's whole life: wait for a slot, run
+// the child in its own process group with output into the ring, record the
+// result. `lm jobs start` runs it detached; nobody else should.
+func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOutput, error) {
+	var j Job
+	if err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		var ok bool
+		if j, ok = get(tx, in.ID); !ok {
+			return op.Errorf(op.KindNotFound, "no job %q", in.ID)
+		}
+		return nil
+	}); err != nil {
+		return SuperviseOutput{}, err
+	}
+	ring, err := createRing(logPath(env.Home, j.ID), j.LogSize)
+	if err != nil {
+		return SuperviseOutput{}, fail(ctx, env, j.ID, fmt.Sprintf("create log: %v", err))
+	}
+	defer ring.Close()
+	// Orphaned descendants are re-parented to the supervisor, which reaps
+	// them before it records the end: no zombies, whatever init does.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	claimed, err := claimSlot(ctx, env, j.ID)
+	if err != nil || !claimed {
+		return SuperviseOutput{}, err
+	}
+	child, output, err := startChild(j)
+	if err != nil {
+		return SuperviseOutput{}, fail(ctx, env, j.ID, err.Error())
+	}
+	pid := child.Process.Pid
+	var stopAt *time.Time
+	err = update(ctx, env, j.ID, func(j *Job) { j.PID, stopAt = pid, j.StopAt })
+	if err != nil || stopAt != nil {
+		terminate(pid, DefaultGrace, nil) // stopped while it was starting
+	}
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		copyOutput(ring, output)
+	}()
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-exited:
+		case <-ctx.Done(): // the supervisor itself was told to stop
+			requestStop(env, j.ID, "the supervisor was signalled")
+			terminate(pid, DefaultGrace, exited)
+		case <-ttl(j):
+			requestStop(env, j.ID, fmt.Sprintf("its orphan TTL of %ds ran out", j.TTLSeconds))
+			terminate(pid, DefaultGrace, exited)
+		}
+	}()
+	waitErr := child.Wait()
+	close(exited)
+	// Whatever the child left in its process group is an orphan now.
+	syscall.Kill(-pid, syscall.SIGKILL)
+	reapOrphans(2 * time.Second)
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+		// A descendant that left the group still holds the output open.
+		output.Close()
+	}
+
+	var final Job
+	err = update(context.WithoutCancel(ctx), env, j.ID, func(j *Job) {
+		now := env.Now().UTC()
+		j.FinishedAt = &now
+		j.BytesEmitted, j.Truncated = ring.written, ring.written > ring.capacity
+		code, signal := exitStatus(child.ProcessState, waitErr)
+		j.ExitCode, j.Signal = code, signal
+		switch {
+		case j.StopAt != nil:
+			j.State = Stopped
+		case code != nil && *code == 0:
+			j.State = Exited
+		default:
+			j.State = Failed
+		}
+		final = *j
+	})
+	return SuperviseOutput{Job: final}, err
+}
+
+// claimSlot waits until fewer than the job's limit are running and marks it
+// running, or finds it was stopped while queued (false).
+func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
+	changes, cancel, err := env.Store.Watch()
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	for {
+		claimed, queued := false, false
+		err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
+			j, ok := get(tx, id)
+			if !ok {
+				return op.Errorf(op.KindNotFound, "job %s vanished", id)
+			}
+			if j.State != Queued {
+				return nil
+			}
+			running := 0
+			for _, o := range all(tx) {
+				if o.State == Running && o.ID != id && (o.Supervisor == 0 || alive(o.Supervisor)) {
+					running++
+				}
+			}
+			if j.MaxRunning > 0 && running >= j.MaxRunning {
+				queued = true
+				return nil
+			}
+			now := env.Now().UTC()
+			j.State, j.StartedAt, j.Supervisor = Running, &now, os.Getpid()
+			claimed = true
+			return put(tx, j)
+		})
+		if err != nil || !queued {
+			return claimed, err
+		}
+		select {
+		case <-changes:
+		case <-ctx.Done():
+			return false, update(context.WithoutCancel(ctx), env, id, func(j *Job) {
+				now := env.Now().UTC()
+				j.State, j.FinishedAt, j.StopReason = Stopped, &now, "the supervisor was signalled while queued"
+			})
+		}
+	}
+}
+
+// startChild starts the command with stdin closed, in a new process group
+// (or a new session with a controlling pty), and returns its output.
+func startChild(j Job) (*exec.Cmd, io.ReadCloser, error) {
+	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
+	cmd.Dir = j.Dir
+	cmd.Env = append(os.Environ(), j.Env...)
+	if j.PTY {
+		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
+		if err != nil {
+			return nil, nil, fmt.Errorf("start %s: %w", j.Argv[0], err)
+		}
+		return cmd, f, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, w // one stream, interleaved as written
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", j.Argv[0], err)
+	}
+	return cmd, r, nil
+}
+
+// reapOrphans waits for re-parented descendants to die, up to limit (one
+// that left the process group may live on; init inherits it).
+func reapOrphans(limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err != nil: // ECHILD: none left
+			return
+		case pid == 0:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// copyOutput moves output into the ring until the writers are gone. A pty
+// reports their end as EIO rather than EOF.
+func copyOutput(ring *ringWriter, output io.Reader) {
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := output.Read(buf)
+		if n > 0 {
+			if _, werr := ring.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return // io.EOF, EIO from a pty, or the reader closed
+		}
+	}
+}
+
+// terminate sends SIGTERM to the process group, then SIGKILL after grace
+// unless done closes first.
+func terminate(pid int, grace time.Duration, done <-chan struct{}) {
+	syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+func ttl(j Job) <-chan time.Time {
+	if j.TTLSeconds <= 0 {
+		return nil
+	}
+	return time.After(time.Duration(j.TTLSeconds) * time.Second)
+}
+
+func requestStop(env *op.Env, id, reason string) {
+	update(context.Background(), env, id, func(j *Job) {
+		if j.StopAt == nil {
+			now := env.Now().UTC()
+			j.StopAt, j.StopReason = &now, reason
+		}
+	})
+}
+
+// exitStatus is the child's exit code, or the signal that ended it.
+func exitStatus(ps *os.ProcessState, err error) (*int, string) {
+	if ps == nil {
+		return nil, ""
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return nil, ws.Signal().String()
+	}
+	code := ps.ExitCode()
+	return &code, ""
+}
+
+// update changes one job in one transaction.
+func update(ctx context.Context, env *op.Env, id string, change func(*Job)) error {
+	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		j, ok := get(tx, id)
+		if !ok {
+			return op.Errorf(op.KindNotFound, "no job %q", id)
+		}
+		change(&j)
+		return put(tx, j)
+	})
+}
+
+// fail records a job that could not run.
+func fail(ctx context.Context, env *op.Env, id, reason string) error {
+	err := update(context.WithoutCancel(ctx), env, id, func(j *Job) {
+		now := env.Now().UTC()
+		j.State, j.FinishedAt, j.Error = Failed, &now, reason
+	})
+	return errors.Join(op.Errorf(op.KindInternal, "%s", reason), err)
+}

@@ -1,0 +1,196 @@
+package tasks
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Scope is how much an allowlist entry covers, in dela's words.
+type Scope string
+
+// The scopes. Once is accepted for dela compatibility but never written.
+const (
+	ScopeDeny      Scope = "Deny"
+	ScopeDirectory Scope = "Directory"
+	ScopeFile      Scope = "File"
+	ScopeTask      Scope = "Task"
+	ScopeOnce      Scope = "Once"
+)
+
+// Allowlist is dela's allowlist file: entries naming a defining file or a
+// directory, a scope and optionally source task names.
+type Allowlist struct {
+	Entries []Entry `toml:"entries" json:"entries"`
+}
+
+// Entry is one rule.
+type Entry struct {
+	Path  string   `toml:"path" json:"path"`
+	Scope Scope    `toml:"scope" json:"scope"`
+	Tasks []string `toml:"tasks,omitempty" json:"tasks,omitempty"`
+}
+
+// Namespaces name the two allowlists: MCP's (deny by default, read-only
+// through MCP) and people's.
+const (
+	NamespaceMCP   = "mcp"
+	NamespaceHuman = "human"
+)
+
+// AllowlistPath is where a namespace's allowlist lives in LM_HOME.
+func AllowlistPath(home, namespace string) string {
+	if namespace == NamespaceHuman {
+		return filepath.Join(home, "allowlist.toml")
+	}
+	return filepath.Join(home, "mcp_allowlist.toml")
+}
+
+// LoadAllowlist reads an allowlist; a missing file is an empty list, which
+// allows nothing. Unknown keys are errors, so a misspelt rule is not
+// silently ignored.
+func LoadAllowlist(path string) (Allowlist, []byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Allowlist{}, nil, nil
+	}
+	if err != nil {
+		return Allowlist{}, nil, err
+	}
+	a, err := ParseAllowlist(data)
+	if err != nil {
+		return Allowlist{}, data, op.Errorf(op.KindInvalid, "allowlist %s: %v", path, err).
+			WithHint("fix the file by hand; entries need path, scope (Deny, Directory, File, Task) and optional tasks")
+	}
+	return a, data, nil
+}
+
+// ParseAllowlist decodes allowlist TOML strictly.
+func ParseAllowlist(data []byte) (Allowlist, error) {
+	var a Allowlist
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		var strict *toml.StrictMissingError
+		var decode *toml.DecodeError
+		switch {
+		case errors.As(err, &strict):
+			return a, errors.New(strict.String())
+		case errors.As(err, &decode):
+			row, col := decode.Position()
+			return a, fmt.Errorf("line %d column %d: %v", row, col, decode)
+		}
+		return a, err
+	}
+	for i, e := range a.Entries {
+		switch e.Scope {
+		case ScopeDeny, ScopeDirectory, ScopeFile, ScopeTask, ScopeOnce:
+		default:
+			return a, fmt.Errorf("entry %d: scope %q is not one of Deny, Directory, File, Task", i+1, e.Scope)
+		}
+		if e.Path == "" {
+			return a, fmt.Errorf("entry %d: path is empty", i+1)
+		}
+	}
+	return a, nil
+}
+
+// Allows reports whether the allowlist lets t run: Deny entries first, then
+// Directory, File and Task; nothing matching means no. Paths are compared
+// after resolving symlinks, so a link cannot widen or dodge a rule.
+func (a Allowlist) Allows(t Task) bool {
+	file := canonical(t.FilePath)
+	named := func(e Entry) bool {
+		return slices.Contains(e.Tasks, t.SourceName) || slices.Contains(e.Tasks, t.Name)
+	}
+	for _, e := range a.Entries {
+		if e.Scope != ScopeDeny {
+			continue
+		}
+		p := canonical(e.Path)
+		if len(e.Tasks) == 0 && within(file, p) || len(e.Tasks) > 0 && file == p && named(e) {
+			return false
+		}
+	}
+	for _, scope := range []Scope{ScopeDirectory, ScopeFile, ScopeTask} {
+		for _, e := range a.Entries {
+			if e.Scope != scope {
+				continue
+			}
+			p := canonical(e.Path)
+			switch scope {
+			case ScopeDirectory:
+				if within(file, p) {
+					return true
+				}
+			case ScopeFile:
+				if file == p {
+					return true
+				}
+			case ScopeTask:
+				if file == p && named(e) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// canonical resolves symlinks and cleans a path; a path that does not
+// exist is only cleaned (it can match nothing real that way).
+func canonical(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// within reports whether path is dir or below it, by whole components.
+func within(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// Within reports whether path (after resolving symlinks) is root or below
+// it.
+func Within(path, root string) bool { return within(canonical(path), canonical(root)) }
+
+// Save writes the allowlist atomically with mode 0600.
+func (a Allowlist) Save(path string) error {
+	data, err := toml.Marshal(a)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".allowlist-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

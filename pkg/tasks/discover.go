@@ -1,0 +1,153 @@
+package tasks
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// A finder reads one kind of task file in dir. A missing file is no tasks;
+// a file that exists but cannot be parsed is an error naming it.
+type finder func(dir string) ([]Task, error)
+
+// finders in dela's discovery order (so colliding names get dela's
+// suffixes), then the runners dela does not know.
+var finders = []finder{
+	findMake, findNode, findPython, findTaskfile, findTurbo, findMaven, findGradle,
+	findActions, findCompose, findCMake, findJust, findScripts,
+	findCargo, findMise, findDeno,
+}
+
+// Discover lists the tasks defined in dir, with unique names. Files that
+// fail to parse are reported in problems and skipped, so one broken file
+// does not hide the rest.
+func Discover(dir string) (tasks []Task, problems []string, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, nil, op.Errorf(op.KindNotFound, "%s is not a directory", dir)
+	}
+	found := map[string]bool{}
+	for _, find := range finders {
+		more, err := find(dir)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		for i := range more {
+			more[i].finish(dir, found)
+		}
+		tasks = append(tasks, more...)
+	}
+	uniqify(tasks)
+	return tasks, problems, nil
+}
+
+// uniqify gives every task of a name defined more than once a runner
+// suffix, exactly as dela does: the runner's first letter, else its first
+// three letters, else longer prefixes, else the runner plus a number. Unlike
+// dela it never looks at $SHELL or PATH, so names depend only on the files.
+func uniqify(tasks []Task) {
+	count := map[string]int{}
+	for _, t := range tasks {
+		count[t.SourceName]++
+	}
+	used := map[string]map[string]bool{}
+	for i := range tasks {
+		t := &tasks[i]
+		t.Name = t.SourceName
+		if count[t.SourceName] < 2 {
+			continue
+		}
+		if used[t.SourceName] == nil {
+			used[t.SourceName] = map[string]bool{}
+		}
+		p := suffix(strings.ToLower(t.Runner), used[t.SourceName])
+		used[t.SourceName][p] = true
+		t.Name = t.SourceName + "-" + p
+	}
+}
+
+func suffix(runner string, used map[string]bool) string {
+	runes := []rune(runner)
+	if len(runes) == 0 {
+		runes = []rune("x")
+	}
+	candidates := []string{string(runes[:1]), string(runes[:min(3, len(runes))])}
+	for n := 4; n <= len(runes); n++ {
+		candidates = append(candidates, string(runes[:n]))
+	}
+	for _, c := range candidates {
+		if !used[c] {
+			return c
+		}
+	}
+	for n := 1; ; n++ {
+		if c := fmt.Sprintf("%s%d", runner, n); !used[c] {
+			return c
+		}
+	}
+}
+
+// Resolve finds the task a name means: a unique name, else a source name
+// that only one task has. A source name several runners define is an error
+// listing every candidate.
+func Resolve(tasks []Task, name string) (Task, error) {
+	var exact, bySource []Task
+	for _, t := range tasks {
+		if t.Name == name {
+			exact = append(exact, t)
+		}
+		if t.SourceName == name {
+			bySource = append(bySource, t)
+		}
+	}
+	matches := exact
+	if len(matches) == 0 {
+		matches = bySource
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return Task{}, op.Errorf(op.KindNotFound, "no task named %q", name).
+			WithCategory("task_not_found").WithHint("see 'lm tasks list'")
+	}
+	var lines []string
+	for _, t := range matches {
+		lines = append(lines, fmt.Sprintf("%s (%s from %s)", t.Name, t.Runner, t.FilePath))
+	}
+	return Task{}, op.Errorf(op.KindInvalid, "task name %q is ambiguous: %s", name, strings.Join(lines, "; ")).
+		WithCategory("ambiguous_task").WithHint("use the name with its runner suffix")
+}
+
+// readIfExists returns a file's content, or nil when it does not exist.
+func readIfExists(path string) ([]byte, bool, error) {
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// firstExisting returns the first of names that exists in dir.
+func firstExisting(dir string, names ...string) string {
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
+	return ""
+}
+
+func parseErr(path string, err error) error {
+	return fmt.Errorf("%s: %w", path, err)
+}

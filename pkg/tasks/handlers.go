@@ -1,0 +1,259 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// ListInput selects tasks.
+type ListInput struct {
+	Runner string `json:"runner,omitempty" jsonschema:"only tasks of this runner (make, npm, just, …)"`
+	Dir    string `json:"dir,omitempty" jsonschema:"the project directory (default: the current directory)"`
+}
+
+// ListOutput is the project's tasks.
+type ListOutput struct {
+	Dir   string `json:"dir"`
+	Tasks []Task `json:"tasks"`
+	// Problems are files that exist but could not be read.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// List discovers the tasks in a directory.
+func List(_ context.Context, _ *op.Env, in ListInput) (ListOutput, error) {
+	dir, err := projectDir(in.Dir)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	all, problems, err := Discover(dir)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Dir: dir, Tasks: []Task{}, Problems: problems}
+	for _, t := range all {
+		if in.Runner == "" || t.Runner == in.Runner {
+			out.Tasks = append(out.Tasks, t)
+		}
+	}
+	return out, nil
+}
+
+// projectDir is dir made absolute, defaulting to the working directory.
+func projectDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", op.Errorf(op.KindInvalid, "directory %q: %v", dir, err)
+	}
+	return abs, nil
+}
+
+// Find discovers the tasks in dir and resolves name among them.
+func Find(dir, name string) (Task, error) {
+	dir, err := projectDir(dir)
+	if err != nil {
+		return Task{}, err
+	}
+	all, _, err := Discover(dir)
+	if err != nil {
+		return Task{}, err
+	}
+	return Resolve(all, name)
+}
+
+// ShowInput names a task.
+type ShowInput struct {
+	Name string `json:"name" jsonschema:"the task's unique name (build-m) or, when unambiguous, its source name"`
+	Dir  string `json:"dir,omitempty" jsonschema:"the project directory (default: the current directory)"`
+}
+
+// ShowOutput is one task.
+type ShowOutput struct {
+	Task Task `json:"task"`
+}
+
+// Show resolves a task name.
+func Show(_ context.Context, _ *op.Env, in ShowInput) (ShowOutput, error) {
+	t, err := Find(in.Dir, in.Name)
+	return ShowOutput{Task: t}, err
+}
+
+// CommandInput names a task and its arguments.
+type CommandInput struct {
+	Task string   `json:"task" jsonschema:"the task's unique or source name"`
+	Args []string `json:"args,omitempty" jsonschema:"arguments appended to the task's command"`
+	Dir  string   `json:"dir,omitempty" jsonschema:"the project directory (default: the current directory)"`
+}
+
+// CommandOutput is the command that would run.
+type CommandOutput struct {
+	Command         string   `json:"command" jsonschema:"the POSIX shell command, quoted"`
+	Argv            []string `json:"argv"`
+	Dir             string   `json:"dir"`
+	RunnerAvailable bool     `json:"runner_available"`
+}
+
+// Command renders a task's command line.
+func Command(_ context.Context, _ *op.Env, in CommandInput) (CommandOutput, error) {
+	t, err := Find(in.Dir, in.Task)
+	if err != nil {
+		return CommandOutput{}, err
+	}
+	argv := t.WithArgs(in.Args)
+	dir, _ := projectDir(in.Dir)
+	return CommandOutput{Command: ShellQuote(argv), Argv: argv, Dir: dir, RunnerAvailable: t.RunnerAvailable}, nil
+}
+
+// RunInput names a task to run in the foreground.
+type RunInput struct {
+	Name string   `json:"name" jsonschema:"the task's unique or source name"`
+	Args []string `json:"args,omitempty" jsonschema:"arguments passed to the task"`
+	Dir  string   `json:"dir,omitempty" jsonschema:"the project directory (default: the current directory)"`
+}
+
+// RunOutput carries the task's exit status to the CLI.
+type RunOutput struct {
+	Status int `json:"exit_code"`
+}
+
+// ExitCode passes the task's status through.
+func (r RunOutput) ExitCode() int { return r.Status }
+
+// Run runs a task attached to this process's terminal. It is the one
+// handler that uses the process's standard streams: running a task for a
+// person in the foreground means giving it the terminal.
+func Run(_ context.Context, _ *op.Env, in RunInput) (RunOutput, error) {
+	t, err := Find(in.Dir, in.Name)
+	if err != nil {
+		return RunOutput{}, err
+	}
+	dir, _ := projectDir(in.Dir)
+	argv := t.WithArgs(in.Args)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, os.Stdin, os.Stdout, os.Stderr
+	// Ctrl-C reaches the task through the terminal's process group; lm
+	// waits for it to finish rather than killing it.
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return RunOutput{}, nil
+	case errors.As(err, &exit):
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return RunOutput{Status: 128 + int(ws.Signal())}, nil
+		}
+		return RunOutput{Status: exit.ExitCode()}, nil
+	case errors.Is(err, exec.ErrNotFound):
+		return RunOutput{}, op.Errorf(op.KindUnavailable, "task %s needs %s, which is not installed", t.Name, argv[0]).
+			WithCategory("runner_unavailable")
+	}
+	return RunOutput{}, op.Errorf(op.KindInternal, "run %s: %w", t.Name, err)
+}
+
+// ReadAllowlistInput picks an allowlist.
+type ReadAllowlistInput struct {
+	Namespace string `json:"namespace,omitempty" jsonschema:"which allowlist: mcp (default) or human"`
+}
+
+// ReadAllowlistOutput is the file's text and its parsed entries.
+type ReadAllowlistOutput struct {
+	Namespace string    `json:"namespace"`
+	Path      string    `json:"path"`
+	Exists    bool      `json:"exists"`
+	TOML      string    `json:"toml"`
+	Allowlist Allowlist `json:"allowlist"`
+}
+
+// ReadAllowlist shows an allowlist.
+func ReadAllowlist(_ context.Context, env *op.Env, in ReadAllowlistInput) (ReadAllowlistOutput, error) {
+	ns := in.Namespace
+	if ns == "" {
+		ns = NamespaceMCP
+	}
+	path := AllowlistPath(env.Home, ns)
+	a, data, err := LoadAllowlist(path)
+	if err != nil {
+		return ReadAllowlistOutput{}, err
+	}
+	if a.Entries == nil {
+		a.Entries = []Entry{}
+	}
+	return ReadAllowlistOutput{Namespace: ns, Path: path, Exists: data != nil, TOML: string(data), Allowlist: a}, nil
+}
+
+// AllowInput names a task and how widely to allow or deny it.
+type AllowInput struct {
+	Name      string `json:"name" jsonschema:"the task's unique or source name"`
+	Scope     string `json:"scope,omitempty" jsonschema:"task (default), file or directory"`
+	Namespace string `json:"namespace,omitempty" jsonschema:"which allowlist: mcp (default) or human"`
+	Dir       string `json:"dir,omitempty" jsonschema:"the project directory (default: the current directory)"`
+}
+
+// AllowOutput is the entry written.
+type AllowOutput struct {
+	Path  string `json:"path"`
+	Entry Entry  `json:"entry"`
+}
+
+// Allow adds an allow entry.
+func Allow(_ context.Context, env *op.Env, in AllowInput) (AllowOutput, error) {
+	return edit(env, in, false)
+}
+
+// Deny adds a deny entry.
+func Deny(_ context.Context, env *op.Env, in AllowInput) (AllowOutput, error) {
+	return edit(env, in, true)
+}
+
+func edit(env *op.Env, in AllowInput, deny bool) (AllowOutput, error) {
+	if !jsonio.IsTerminal(os.Stdin) {
+		return AllowOutput{}, op.Errorf(op.KindDenied, "changing the allowlist needs a person at a terminal").
+			WithHint("run it yourself in a terminal, or edit %s", AllowlistPath(env.Home, orMCP(in.Namespace)))
+	}
+	t, err := Find(in.Dir, in.Name)
+	if err != nil {
+		return AllowOutput{}, err
+	}
+	e := Entry{Path: canonical(t.FilePath)}
+	switch strings.ToLower(in.Scope) {
+	case "", "task":
+		e.Scope, e.Tasks = ScopeTask, []string{t.SourceName}
+	case "file":
+		e.Scope = ScopeFile
+	case "directory":
+		e.Scope, e.Path = ScopeDirectory, filepath.Dir(e.Path)
+	}
+	if deny {
+		if e.Scope == ScopeTask {
+			e.Tasks = []string{t.SourceName}
+		}
+		e.Scope = ScopeDeny
+	}
+	path := AllowlistPath(env.Home, orMCP(in.Namespace))
+	a, _, err := LoadAllowlist(path)
+	if err != nil {
+		return AllowOutput{}, err
+	}
+	a.Entries = append(a.Entries, e)
+	if err := a.Save(path); err != nil {
+		return AllowOutput{}, op.Errorf(op.KindInternal, "write %s: %w", path, err)
+	}
+	return AllowOutput{Path: path, Entry: e}, nil
+}
+
+func orMCP(ns string) string {
+	if ns == "" {
+		return NamespaceMCP
+	}
+	return ns
+}

@@ -1,0 +1,76 @@
+package tasks
+
+import (
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Ops are the task operations: `lm tasks …` and the MCP tools list_tasks,
+// get_task, get_command and read_allowlist.
+func Ops() []op.Operation {
+	return []op.Operation{
+		op.New(op.Meta{
+			Name: "list_tasks", Path: []string{"tasks", "list"},
+			Summary: "List the tasks the project's files define, with unique names",
+			Description: "Discovers Make, package.json (npm/yarn/pnpm/bun), pyproject (uv, poetry, poe, pdm, hatch), Taskfile, turbo, Maven, Gradle, " +
+				"GitHub Actions (act), Docker Compose, CMake, justfile, *.sh, Cargo aliases and cargo-make, mise and deno tasks. " +
+				"A name several runners define gets a runner suffix on every copy (build-m, build-n), as dela names them.",
+			Examples: "lm tasks list\nlm tasks list --runner make --jq -r '.tasks[].name'",
+			Effect:   op.ReadOnly, Idempotent: true,
+		}, List),
+		op.New(op.Meta{
+			Name: "get_task", Path: []string{"tasks", "show"},
+			Summary: "Show one task by its unique or source name", Args: []string{"name"},
+			Effect: op.ReadOnly, Idempotent: true,
+		}, Show),
+		op.New(op.Meta{
+			Name: "get_command", Path: []string{"tasks", "command"},
+			Summary:     "Print the shell command that runs a task, without running it",
+			Description: "Arguments after the task name are appended as separate, quoted words.",
+			Examples:    "lm tasks command test -- -run TestX -r --jq .command",
+			Args:        []string{"task", "args"},
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, Command),
+		op.New(op.Meta{
+			Name: "tasks_run", Path: []string{"tasks", "run"},
+			Summary:     "Run a task in the foreground on this terminal; its exit status passes through",
+			Description: "For people: the task inherits stdin, stdout and stderr, and lm prints nothing itself. Use `lm jobs start` to run it in the background.",
+			Examples:    "lm tasks run build\nlm tasks run test -- -v",
+			Args:        []string{"name", "args"},
+			Effect:      op.Destructive, Stream: true, CLIOnly: true,
+		}, Run),
+		op.New(op.Meta{
+			Name: "read_allowlist", Path: []string{"tasks", "allowlist"},
+			Summary:     "Show the MCP (or human) allowlist as TOML and as JSON",
+			Description: "Read-only. MCP may run a task only when $LM_HOME/mcp_allowlist.toml allows it; people change it with `lm tasks allow|deny` or by editing the file.",
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, ReadAllowlist),
+		op.New(op.Meta{
+			Name: "tasks_allow", Path: []string{"tasks", "allow"},
+			Summary:     "Allow MCP clients to run a task, its file or its directory (needs a terminal)",
+			Description: "Adds an entry to the allowlist. It refuses to run without a terminal on stdin, so an agent cannot grant itself access through a shell.",
+			Examples:    "lm tasks allow test-m\nlm tasks allow build --scope file",
+			Args:        []string{"name"},
+			Effect:      op.Mutating, CLIOnly: true,
+		}, Allow),
+		op.New(op.Meta{
+			Name: "tasks_deny", Path: []string{"tasks", "deny"},
+			Summary:     "Deny MCP clients a task, or everything in its file with --scope file (needs a terminal)",
+			Description: "Deny entries are checked before any allow entry.",
+			Args:        []string{"name"},
+			Effect:      op.Mutating, CLIOnly: true,
+		}, Deny),
+	}
+}
+
+// RefineSchema lists the namespaces.
+func (ReadAllowlistInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["namespace"].Enum = []any{NamespaceMCP, NamespaceHuman}
+}
+
+// RefineSchema lists the scopes.
+func (AllowInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["scope"].Enum = []any{"task", "file", "directory"}
+	s.Properties["namespace"].Enum = []any{NamespaceMCP, NamespaceHuman}
+}
