@@ -8,6 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v3"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 )
@@ -45,13 +46,27 @@ func (a *app) root() *ucli.Command {
 		},
 		ConfigureShellCompletionCommand: func(c *ucli.Command) { c.Hidden = false },
 	}
+	// An operation whose path is just its group (`lm verify`) is the group
+	// command itself; any deeper operations of that group hang below it.
+	groupOps := map[string]op.Operation{}
+	for _, o := range a.ops {
+		if m := o.Info(); len(m.Path) == 1 {
+			groupOps[m.Group()] = o
+		}
+	}
 	groups := map[string]*ucli.Command{}
 	for _, g := range registry.Groups {
 		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
+		if o, ok := groupOps[g.Name]; ok {
+			groups[g.Name] = a.opCommand(o)
+		}
 		root.Commands = append(root.Commands, groups[g.Name])
 	}
 	for _, o := range a.ops {
 		m := o.Info()
+		if len(m.Path) == 1 {
+			continue
+		}
 		parent := groups[m.Group()]
 		for _, name := range m.Path[1 : len(m.Path)-1] {
 			child := parent.Command(name)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 )
@@ -22,6 +23,7 @@ type Group struct {
 var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
+	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 }
 
 // All returns every operation, sorted by CLI path. It panics on a duplicate
@@ -31,6 +33,7 @@ func All() []op.Operation {
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
 		admin.Ops(),
+		gitx.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
