@@ -370,8 +370,14 @@ func cutUTF8(b []byte, max int) (string, bool) {
 	if nl := bytes.LastIndexByte(b, '\n'); nl > max/2 {
 		b = b[:nl+1]
 	}
-	for len(b) > 0 && !utf8.Valid(b[len(b)-min(len(b), utf8.UTFMax):]) {
-		b = b[:len(b)-1]
+	// Drop a multi-byte sequence the cut left incomplete.
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				b = b[:i]
+			}
+			break
+		}
 	}
 	return string(b), true
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
@@ -23,6 +24,7 @@ type Group struct {
 var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
+	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 }
 
@@ -34,6 +36,7 @@ func All() []op.Operation {
 		queue.Ops(),
 		admin.Ops(),
 		gitx.Ops(),
+		extract.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
