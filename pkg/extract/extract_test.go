@@ -184,12 +184,12 @@ func TestRootConfinement(t *testing.T) {
 func TestDependencies(t *testing.T) {
 	root := t.TempDir()
 	for name, body := range map[string]string{
-		"go.mod":         "module example.com/m\n",
-		"main.go":        "package main\nimport (\"fmt\"; \"example.com/m/lib\")\n",
-		"lib/lib.go":     "package lib\nimport \"example.com/m/lib/deeper\"\n",
+		"go.mod":          "module example.com/m\n",
+		"main.go":         "package main\nimport (\"fmt\"; \"example.com/m/lib\")\n",
+		"lib/lib.go":      "package lib\nimport \"example.com/m/lib/deeper\"\n",
 		"lib/deeper/d.go": "package deeper\n",
-		"web/app.ts":     "import { a } from './util';\nimport x from 'lodash';\n",
-		"web/util.ts":    "export const a = 1;\n",
+		"web/app.ts":      "import { a } from './util';\nimport x from 'lodash';\n",
+		"web/util.ts":     "export const a = 1;\n",
 	} {
 		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
 		os.WriteFile(filepath.Join(root, name), []byte(body), 0o644)

@@ -9,5 +9,6 @@ type S struct{}
 type I interface{}
 
 func (s *S) M(a, b int) {}
-func Main(v ...string) { fmt.Println(x.ToUpper("")) }
+func Main(v ...string)  { fmt.Println(x.ToUpper("")) }
+
 var Exported = 1
