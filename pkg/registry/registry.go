@@ -12,6 +12,7 @@ import (
 	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/verify"
 )
 
 // Group describes a top-level command group.
@@ -25,6 +26,7 @@ var Groups = []Group{
 	{"queue", "The human→agent instruction queue (get_user_request)"},
 	{"store", "Inspect, check and back up the shared store"},
 	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
+	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 }
 
@@ -37,6 +39,7 @@ func All() []op.Operation {
 		admin.Ops(),
 		gitx.Ops(),
 		extract.Ops(),
+		verify.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
