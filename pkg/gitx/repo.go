@@ -42,6 +42,9 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 		r.root = resolved
 	}
 	out, err := r.git(ctx, "rev-parse", "--show-toplevel")
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // cancelled: say so, not "not a repository"
+	}
 	if err != nil {
 		return nil, op.Errorf(op.KindNotFound, "not a git repository: %s", abs).
 			WithCategory("not_a_repository").WithHint("run it inside a git worktree, or pass --root DIR")
