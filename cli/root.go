@@ -9,6 +9,7 @@ import (
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 )
@@ -46,15 +47,28 @@ func (a *app) root() *ucli.Command {
 		},
 		ConfigureShellCompletionCommand: func(c *ucli.Command) { c.Hidden = false },
 	}
+	// An operation whose path is just its group (`lm verify`) is the group
+	// command itself; any deeper operations of that group hang below it.
+	groupOps := map[string]op.Operation{}
+	for _, o := range a.ops {
+		if m := o.Info(); len(m.Path) == 1 {
+			groupOps[m.Group()] = o
+		}
+	}
 	groups := map[string]*ucli.Command{}
 	for _, g := range registry.Groups {
 		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
+		if o, ok := groupOps[g.Name]; ok {
+			groups[g.Name] = a.opCommand(o)
+		}
 		root.Commands = append(root.Commands, groups[g.Name])
 	}
 	for _, o := range a.ops {
 		m := o.Info()
 		if len(m.Path) == 1 {
-			root.Commands = append(root.Commands, a.opCommand(o))
+			if groups[m.Group()] == nil { // a top-level command such as version
+				root.Commands = append(root.Commands, a.opCommand(o))
+			}
 			continue
 		}
 		parent := groups[m.Group()]

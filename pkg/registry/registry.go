@@ -10,10 +10,13 @@ import (
 
 	"lmtool.dev/lm/pkg/admin"
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/tasks"
+	"lmtool.dev/lm/pkg/verify"
 )
 
 // Group describes a top-level command group.
@@ -28,6 +31,9 @@ var Groups = []Group{
 	{"store", "Inspect, check and back up the shared store"},
 	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
 	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
+	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
+	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
+	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -43,6 +49,9 @@ func All() []op.Operation {
 		buildinfo.Ops(),
 		tasks.Ops(),
 		jobs.Ops(),
+		gitx.Ops(),
+		extract.Ops(),
+		verify.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}

@@ -1,0 +1,329 @@
+// Package extract answers questions about files exactly: frontmatter fields,
+// regex matches, and the exports, imports, functions and types of Go,
+// JavaScript/TypeScript, Python and Rust code, with line numbers. Many files
+// are processed in parallel and results are cached in the store by content.
+package extract
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Tasks are the task types, in the order help lists them.
+var Tasks = []string{"frontmatter", "pattern_match", "pattern", "exports", "imports", "functions", "types", "structure", "dependencies"}
+
+// Input is a local_extract call.
+type Input struct {
+	TaskType         string   `json:"task_type,omitempty" jsonschema:"what to extract (default frontmatter)"`
+	Type             string   `json:"type,omitempty" jsonschema:"short for task_type"`
+	Files            []string `json:"files" jsonschema:"files, directories (walked, .gitignore respected) and globs (** for any depth), relative to root"`
+	Patterns         []string `json:"patterns,omitempty" jsonschema:"pattern_match: regular expressions (RE2 syntax, multi-line mode)"`
+	Fields           []string `json:"fields,omitempty" jsonschema:"frontmatter: the fields to return (default all); missing ones are null"`
+	Extract          *Spec    `json:"extract,omitempty" jsonschema:"spec 001's nested form of patterns and fields"`
+	Depth            int      `json:"depth,omitempty" jsonschema:"dependencies: how many import levels to follow from the given files (default 1)"`
+	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
+	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
+	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
+	MaxFileBytes     int64    `json:"max_file_bytes,omitempty" jsonschema:"skip larger files (default 10 MiB)"`
+	MaxMatches       int      `json:"max_matches,omitempty" jsonschema:"pattern_match: stop after this many matches per file (default 1000)"`
+
+	regexps []*regexp.Regexp
+}
+
+// Spec is spec 001's nested extract object.
+type Spec struct {
+	Patterns []string `json:"patterns,omitempty"`
+	Fields   []string `json:"fields,omitempty"`
+	Format   string   `json:"format,omitempty" jsonschema:"accepted for compatibility; the output is always JSON"`
+}
+
+// RefineSchema lists the task types.
+func (*Input) RefineSchema(s *jsonschema.Schema) {
+	for _, f := range []string{"task_type", "type"} {
+		s.Properties[f].Enum = []any{}
+		for _, t := range Tasks {
+			s.Properties[f].Enum = append(s.Properties[f].Enum, t)
+		}
+	}
+	s.Properties["depth"].Minimum = jsonschema.Ptr(0.0)
+}
+
+// Validate merges the spec's nested form, applies defaults and compiles the
+// patterns, so a bad pattern is rejected before any file is read.
+func (in *Input) Validate() error {
+	if in.TaskType == "" {
+		in.TaskType = in.Type
+	}
+	if in.TaskType == "" {
+		in.TaskType = "frontmatter"
+	}
+	if in.TaskType == "pattern" {
+		in.TaskType = "pattern_match"
+	}
+	if in.Extract != nil {
+		in.Patterns = append(in.Patterns, in.Extract.Patterns...)
+		in.Fields = append(in.Fields, in.Extract.Fields...)
+	}
+	if len(in.Files) == 0 {
+		return op.Errorf(op.KindInvalid, "no files given").WithHint("name files, directories or globs")
+	}
+	if in.Depth == 0 {
+		in.Depth = 1
+	}
+	if in.MaxFileBytes == 0 {
+		in.MaxFileBytes = 10 << 20
+	}
+	if in.MaxMatches == 0 {
+		in.MaxMatches = 1000
+	}
+	if in.TaskType == "pattern_match" {
+		if len(in.Patterns) == 0 {
+			return op.Errorf(op.KindInvalid, "pattern_match needs at least one pattern").WithHint("pass --patterns REGEX")
+		}
+		for _, p := range in.Patterns {
+			re, err := regexp.Compile("(?m)" + p)
+			if err != nil {
+				return op.Errorf(op.KindInvalid, "pattern %q: %v", p, err).WithHint("patterns use Go's RE2 syntax")
+			}
+			in.regexps = append(in.regexps, re)
+		}
+	}
+	return nil
+}
+
+// FileResult is what one file yielded.
+type FileResult struct {
+	Found         bool           `json:"found"`
+	Language      string         `json:"language,omitempty"`
+	Format        string         `json:"format,omitempty" jsonschema:"frontmatter: yaml, toml or json"`
+	Data          map[string]any `json:"data,omitempty" jsonschema:"frontmatter: the fields"`
+	Lines         map[string]int `json:"lines,omitempty" jsonschema:"frontmatter: the line of each field"`
+	LineNumbers   []int          `json:"line_numbers,omitempty"`
+	Matches       []Match        `json:"matches,omitempty"`
+	Truncated     bool           `json:"truncated,omitempty" jsonschema:"pattern_match: max_matches was reached"`
+	*Symbols      `json:",omitempty"`
+	Dependencies  *Dependencies `json:"dependencies,omitempty"`
+	Error         string        `json:"error,omitempty" jsonschema:"why this file has no result"`
+	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
+	Cached        bool          `json:"cached,omitempty"`
+}
+
+func failed(category string, err error) FileResult {
+	return FileResult{Error: err.Error(), ErrorCategory: category}
+}
+
+// Data is local_extract's answer.
+type Data struct {
+	TaskType string                `json:"task_type"`
+	Results  map[string]FileResult `json:"results" jsonschema:"by file, as named in the call"`
+	Stats    Stats                 `json:"stats"`
+}
+
+// Stats counts the files of a call.
+type Stats struct {
+	Files  int `json:"files"`
+	Found  int `json:"found"`
+	Cached int `json:"cached"`
+	Failed int `json:"failed" jsonschema:"files with an error (the rest of the batch still succeeded)"`
+}
+
+// Output is local_extract's result.
+type Output = envelope.Result[Data]
+
+// Extract answers a local_extract call.
+func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
+	results, read, err := run(ctx, env, in)
+	if err != nil {
+		return Output{}, err
+	}
+	d := Data{TaskType: in.TaskType, Results: results}
+	for _, r := range results {
+		d.Stats.Files++
+		if r.Found {
+			d.Stats.Found++
+		}
+		if r.Cached {
+			d.Stats.Cached++
+		}
+		if r.Error != "" {
+			d.Stats.Failed++
+		}
+	}
+	return envelope.OK(d, read), nil
+}
+
+// run processes every file of the call.
+func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int64, error) {
+	root, err := NewRoot(in.Root, in.AllowOutsideRoot)
+	if err != nil {
+		return nil, 0, err
+	}
+	files, missing, err := root.Expand(ctx, in.Files)
+	if err != nil {
+		return nil, 0, err
+	}
+	results := map[string]FileResult{}
+	for _, m := range missing {
+		results[m] = failed("file_not_found", fmt.Errorf("no such file: %s", m))
+	}
+	if in.TaskType == "dependencies" {
+		read, err := dependencies(ctx, env, in, root, files, results)
+		return results, read, err
+	}
+	got, read, err := process(ctx, env, in, files)
+	for i, f := range files {
+		results[f.Name] = got[i]
+	}
+	return results, read, err
+}
+
+// job is one file in flight.
+type job struct {
+	file    File
+	content []byte
+	key     string
+	result  FileResult
+	done    bool
+}
+
+// process answers the task for files: read and hash in parallel, look the
+// hashes up in the cache in one transaction, compute the misses in
+// parallel, and store them in one transaction.
+func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileResult, int64, error) {
+	jobs := make([]job, len(files))
+	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
+	taskKey := cacheTaskKey(in)
+	var read int64
+	var mu sync.Mutex
+	parallel(ctx, len(files), func(i int) {
+		j := &jobs[i]
+		j.file = files[i]
+		content, res, ok := readFile(j.file.Path, in.MaxFileBytes)
+		if !ok {
+			j.result, j.done = res, true
+			return
+		}
+		mu.Lock()
+		read += int64(len(content))
+		mu.Unlock()
+		if in.TaskType == "pattern_match" { // matching costs no more than hashing: never cached
+			j.result, j.done = matchPatterns(content, in.regexps, in.Patterns, in.MaxMatches), true
+			return
+		}
+		j.content = content
+		if useCache {
+			sum := sha256.Sum256(append([]byte(taskKey), content...))
+			j.key = hex.EncodeToString(sum[:])
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if useCache {
+		if err := lookup(ctx, env, jobs); err != nil {
+			return nil, 0, err
+		}
+	}
+	parallel(ctx, len(jobs), func(i int) {
+		if j := &jobs[i]; !j.done {
+			j.result = answer(in, j.file.Path, j.content)
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if useCache {
+		if err := remember(ctx, env, jobs); err != nil {
+			return nil, 0, err
+		}
+	}
+	out := make([]FileResult, len(jobs))
+	for i := range jobs {
+		out[i] = jobs[i].result
+	}
+	return out, read, nil
+}
+
+// answer computes one file's result for the task.
+func answer(in Input, path string, content []byte) FileResult {
+	if in.TaskType == "frontmatter" {
+		return frontmatterResult(content, in.Fields)
+	}
+	lang := LanguageOf(path)
+	if lang == "" {
+		return failed("unsupported_language", errUnsupported(path))
+	}
+	syms, err := Scan(lang, content)
+	if err != nil {
+		r := failed("parse_error", err)
+		r.Language = lang
+		return r
+	}
+	r := FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}
+	return r
+}
+
+// readFile reads a file unless it is missing, a directory, too large or
+// binary; then it returns the result saying why.
+func readFile(path string, limit int64) ([]byte, FileResult, bool) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, failed("file_not_found", err), false
+	}
+	if st.Size() > limit {
+		return nil, failed("too_large", fmt.Errorf("skipped: %d bytes is over the %d-byte limit", st.Size(), limit)), false
+	}
+	content, err := os.ReadFile(path)
+	if err != nil {
+		return nil, failed("file_not_found", err), false
+	}
+	if bytes.IndexByte(content[:min(len(content), 8000)], 0) >= 0 {
+		return nil, failed("binary_file", fmt.Errorf("skipped: binary file")), false
+	}
+	return content, FileResult{}, true
+}
+
+// parallel runs fn(0..n-1) on one worker per CPU.
+func parallel(ctx context.Context, n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// cacheVersion changes whenever a task's output for the same input would.
+const cacheVersion = "extract/1"
+
+func cacheTaskKey(in Input) string {
+	opts, _ := json.Marshal(struct {
+		V, Task string
+		Fields  []string
+	}{cacheVersion, in.TaskType, in.Fields})
+	return string(opts) + "\x00"
+}

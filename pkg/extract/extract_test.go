@@ -1,0 +1,275 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
+)
+
+func TestSplitFrontmatter(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		format   string
+		line     int
+		fields   map[string]Field
+	}{
+		{"yaml", "---\nwave: 1\ndepends_on: [a]\n---\nbody", "yaml", 2, map[string]Field{"wave": {1, 2}, "depends_on": {[]any{"a"}, 3}}},
+		{"bom crlf blank lines", "\xef\xbb\xbf\r\n\r\n---\r\ntitle: x\r\n...\r\n", "yaml", 4, map[string]Field{"title": {"x", 4}}},
+		{"toml", "+++\ntitle = \"t\"\n[meta]\nk = 1\n+++\n", "toml", 2, map[string]Field{"title": {"t", 2}, "meta": {map[string]any{"k": int64(1)}, 3}}},
+		{"json", "{\n  \"a\": \"}\",\n  \"b\": 2\n}\ntext", "json", 1, map[string]Field{"a": {"}", 2}, "b": {json.Number("2"), 3}}},
+	} {
+		b, err := SplitFrontmatter([]byte(tc.in))
+		if err != nil || b == nil {
+			t.Fatalf("%s: %v %v", tc.name, b, err)
+		}
+		if b.Format != tc.format || b.Line != tc.line {
+			t.Errorf("%s: format %s line %d", tc.name, b.Format, b.Line)
+		}
+		fields, err := ParseFrontmatter(b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !reflect.DeepEqual(fields, tc.fields) {
+			t.Errorf("%s: fields = %#v, want %#v", tc.name, fields, tc.fields)
+		}
+	}
+	if b, err := SplitFrontmatter([]byte("# title\n---\na: 1\n---\n")); b != nil || err != nil {
+		t.Errorf("no block: %v %v", b, err)
+	}
+	for _, bad := range []string{"---\na: 1\n", "+++\na = 1", "{\"a\": 1"} {
+		if _, err := SplitFrontmatter([]byte(bad)); err == nil {
+			t.Errorf("%q: unterminated block accepted", bad)
+		}
+	}
+}
+
+func TestFrontmatterResultMissingFieldsAreNull(t *testing.T) {
+	r := frontmatterResult([]byte("---\nwave: 2\n---\n"), []string{"wave", "absent"})
+	if !r.Found || r.Data["wave"] != 2 || r.Data["absent"] != nil || !slices.Equal(r.LineNumbers, []int{2}) {
+		t.Errorf("result = %+v", r)
+	}
+	if _, ok := r.Data["absent"]; !ok {
+		t.Error("a missing field must be present as null")
+	}
+}
+
+func TestMatchPatterns(t *testing.T) {
+	src := []byte("alpha\nbeta TODO\r\ngamma TODO TODO\n")
+	re := regexp.MustCompile("(?m)TODO")
+	r := matchPatterns(src, []*regexp.Regexp{re}, []string{"TODO"}, 10)
+	want := []Match{
+		{Pattern: "TODO", Line: 2, Column: 6, Match: "TODO", Text: "beta TODO"},
+		{Pattern: "TODO", Line: 3, Column: 7, Match: "TODO", Text: "gamma TODO TODO"},
+		{Pattern: "TODO", Line: 3, Column: 12, Match: "TODO", Text: "gamma TODO TODO"},
+	}
+	if !slices.Equal(r.Matches, want) || !slices.Equal(r.LineNumbers, []int{2, 3}) {
+		t.Errorf("matches = %+v lines %v", r.Matches, r.LineNumbers)
+	}
+	if r := matchPatterns(src, []*regexp.Regexp{re}, []string{"TODO"}, 2); !r.Truncated || len(r.Matches) != 2 {
+		t.Errorf("limit: %+v", r)
+	}
+}
+
+// golden compares scanner output with testdata/<file>.json (regenerate by
+// deleting the .json file and running the test once).
+func TestScannersGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/code/*")
+	for _, f := range files {
+		if filepath.Ext(f) == ".json" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syms, err := Scan(LanguageOf(f), src)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		got, _ := json.MarshalIndent(syms, "", "  ")
+		want, err := os.ReadFile(f + ".json")
+		if os.IsNotExist(err) {
+			os.WriteFile(f+".json", append(got, '\n'), 0o644)
+			t.Errorf("%s: wrote golden file; check it", f)
+			continue
+		}
+		if string(want) != string(got)+"\n" {
+			t.Errorf("%s: got\n%s\nwant\n%s", f, got, want)
+		}
+	}
+	if len(files) < 8 {
+		t.Errorf("only %d golden files", len(files))
+	}
+}
+
+func testEnv(t *testing.T) *op.Env {
+	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), 5*time.Second)}
+}
+
+func call(t *testing.T, env *op.Env, in Input) Data {
+	t.Helper()
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Extract(context.Background(), env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *out.Data
+}
+
+func TestExtractBatchCacheAndErrors(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, body string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		os.WriteFile(filepath.Join(root, name), []byte(body), 0o644)
+	}
+	write("a/one.ts", "export const one = 1;\n")
+	write("a/deep/two.py", "def two(): pass\n")
+	write("a/readme.txt", "text\n")
+	write("a/bin.go", "package\x00")
+	env := testEnv(t)
+	d := call(t, env, Input{TaskType: "exports", Files: []string{"a", "nope.ts"}, Root: root})
+	if d.Stats.Files != 5 || d.Stats.Found != 2 || d.Stats.Failed != 3 || d.Stats.Cached != 0 {
+		t.Errorf("stats = %+v", d.Stats)
+	}
+	cats := map[string]string{}
+	for name, r := range d.Results {
+		cats[name] = r.ErrorCategory
+	}
+	want := map[string]string{"a/one.ts": "", "a/deep/two.py": "", "a/readme.txt": "unsupported_language", "a/bin.go": "binary_file", "nope.ts": "file_not_found"}
+	if !reflect.DeepEqual(cats, want) {
+		t.Errorf("categories = %v", cats)
+	}
+	if got := *d.Results["a/one.ts"].Exports; !slices.Equal(got, []string{"one"}) {
+		t.Errorf("exports = %v", got)
+	}
+	again := call(t, env, Input{TaskType: "exports", Files: []string{"a/**/*.py", "a/*.ts"}, Root: root})
+	if again.Stats.Cached != 2 || !slices.Equal(*again.Results["a/deep/two.py"].Exports, []string{"two"}) {
+		t.Errorf("second call = %+v", again)
+	}
+	write("a/one.ts", "export const changed = 1;\n")
+	third := call(t, env, Input{TaskType: "exports", Files: []string{"a/one.ts"}, Root: root})
+	if third.Stats.Cached != 0 || !slices.Equal(*third.Results["a/one.ts"].Exports, []string{"changed"}) {
+		t.Errorf("changed file answered from cache: %+v", third)
+	}
+}
+
+func TestRootConfinement(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(outside, "x.md"), []byte("---\na: 1\n---\n"), 0o644)
+	os.Symlink(filepath.Join(outside, "x.md"), filepath.Join(root, "link.md"))
+	for _, f := range []string{"../" + filepath.Base(outside) + "/x.md", "link.md", filepath.Join(outside, "x.md")} {
+		in := Input{Files: []string{f}, Root: root}
+		in.Validate()
+		if _, err := Extract(context.Background(), testEnv(t), in); op.KindOf(err) != op.KindDenied {
+			t.Errorf("%s: got %v, want denied", f, err)
+		}
+	}
+	d := call(t, testEnv(t), Input{Files: []string{"link.md"}, Root: root, AllowOutsideRoot: true})
+	if !d.Results["link.md"].Found {
+		t.Errorf("allow_outside_root: %+v", d.Results)
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	root := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":          "module example.com/m\n",
+		"main.go":         "package main\nimport (\"fmt\"; \"example.com/m/lib\")\n",
+		"lib/lib.go":      "package lib\nimport \"example.com/m/lib/deeper\"\n",
+		"lib/deeper/d.go": "package deeper\n",
+		"web/app.ts":      "import { a } from './util';\nimport x from 'lodash';\n",
+		"web/util.ts":     "export const a = 1;\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		os.WriteFile(filepath.Join(root, name), []byte(body), 0o644)
+	}
+	d := call(t, testEnv(t), Input{TaskType: "dependencies", Files: []string{"main.go", "web/app.ts"}, Root: root})
+	if deps := d.Results["main.go"].Dependencies; !slices.Equal(deps.Internal, []string{"lib"}) || !slices.Equal(deps.External, []string{"fmt"}) {
+		t.Errorf("main.go = %+v", deps)
+	}
+	if deps := d.Results["web/app.ts"].Dependencies; !slices.Equal(deps.Internal, []string{"web/util.ts"}) || !slices.Equal(deps.External, []string{"lodash"}) {
+		t.Errorf("app.ts = %+v", deps)
+	}
+	if r, ok := d.Results["lib/lib.go"]; !ok || r.Dependencies.Depth != 1 {
+		t.Errorf("depth 1 follows one level: %+v", d.Results)
+	}
+	if _, ok := d.Results["lib/deeper/d.go"]; ok {
+		t.Error("depth 1 went two levels deep")
+	}
+	d = call(t, testEnv(t), Input{TaskType: "dependencies", Files: []string{"main.go"}, Root: root, Depth: 2})
+	if _, ok := d.Results["lib/deeper/d.go"]; !ok {
+		t.Errorf("depth 2: %v", d.Results)
+	}
+}
+
+func FuzzSplitFrontmatter(f *testing.F) {
+	for _, s := range []string{"---\na: 1\n---\n", "+++\na = 1\n+++\n", "{\"a\": \"}\"}", "\xef\xbb\xbf\n---\r\n...\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := SplitFrontmatter(data)
+		if err != nil || b == nil {
+			return
+		}
+		if len(b.Body) > len(data) || b.Line < 1 {
+			t.Errorf("block %+v out of its input", b)
+		}
+		if fields, err := ParseFrontmatter(b); err == nil {
+			for k, fl := range fields {
+				if fl.Line < b.Line-1 {
+					t.Errorf("field %q line %d before the block's %d", k, fl.Line, b.Line)
+				}
+			}
+		}
+	})
+}
+
+func fuzzScanner(f *testing.F, lang string, seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		s, err := Scan(lang, src)
+		if err != nil {
+			return
+		}
+		lines := 1 + len(regexp.MustCompile("\n").FindAllIndex(src, -1))
+		for _, fn := range *s.Functions {
+			if fn.Line < 1 || fn.Line > lines {
+				t.Errorf("function %q at line %d of %d", fn.Name, fn.Line, lines)
+			}
+		}
+		for _, im := range *s.Imports {
+			if im.Line < 1 || im.Line > lines {
+				t.Errorf("import %q at line %d of %d", im.From, im.Line, lines)
+			}
+		}
+	})
+}
+
+func FuzzScanJS(f *testing.F) {
+	fuzzScanner(f, "typescript", "import a, {b as c} from 'x'\nexport default function f(a) {}\n/* x */ const y = (a) => a\n")
+}
+
+func FuzzScanPython(f *testing.F) {
+	fuzzScanner(f, "python", "from .a import (b,\n c)\nclass X:\n  def m(self): pass\n")
+}
+
+func FuzzScanRust(f *testing.F) {
+	fuzzScanner(f, "rust", "use a::{b, c};\npub fn f(x: i32) {}\nmod m;\n")
+}
+
+func FuzzScanGo(f *testing.F) {
+	fuzzScanner(f, "go", "package p\nimport \"fmt\"\nfunc F(a int) {}\n")
+}

@@ -1,0 +1,335 @@
+// Package verify runs a checklist against files: each check names a file and
+// a condition (contains, not_contains, pattern, exports, imports,
+// file_exists, semantic) and gets pass or fail with line evidence.
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/pelletier/go-toml/v2"
+	"go.yaml.in/yaml/v3"
+
+	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Input is a local_verify call.
+type Input struct {
+	TaskType         string  `json:"task_type,omitempty" jsonschema:"spec 001's must_haves, patterns, exports or imports: informational, each check has its own type"`
+	Checks           []Check `json:"checks,omitempty" jsonschema:"the checklist"`
+	ChecksFile       string  `json:"checks_file,omitempty" jsonschema:"read the checklist from this JSON, YAML or TOML file"`
+	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
+	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
+	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty"`
+}
+
+// Check is one requirement.
+type Check struct {
+	ID          string    `json:"id"`
+	Description string    `json:"description,omitempty" yaml:"description" toml:"description"`
+	File        string    `json:"file"`
+	Condition   Condition `json:"condition"`
+}
+
+// Condition is what must hold of the file.
+type Condition struct {
+	Type  string `json:"type" jsonschema:"contains, not_contains, pattern (RE2), exports, imports, file_exists or semantic"`
+	Value string `json:"value,omitempty"`
+}
+
+var conditionTypes = []string{"contains", "not_contains", "pattern", "exports", "imports", "file_exists", "semantic"}
+
+// RefineSchema lists the condition types.
+func (*Input) RefineSchema(s *jsonschema.Schema) {
+	cond := s.Properties["checks"].Items.Properties["condition"].Properties["type"]
+	for _, t := range conditionTypes {
+		cond.Enum = append(cond.Enum, t)
+	}
+}
+
+// Validate gathers the checklist from its one source and checks every
+// entry, so a malformed checklist is rejected (exit 2) before any file is
+// read.
+func (in *Input) Validate() error {
+	sources := 0
+	for _, set := range []bool{len(in.Checks) > 0, in.ChecksFile != "", strings.TrimSpace(in.Checklist) != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		return op.Errorf(op.KindInvalid, "give the checklist exactly once: checks, --checks-file FILE or JSON on stdin")
+	}
+	var err error
+	switch {
+	case in.ChecksFile != "":
+		in.Checks, err = readChecklist(in.ChecksFile)
+	case in.Checklist != "":
+		in.Checks, err = decodeChecklist([]byte(in.Checklist), "json")
+	}
+	if err != nil {
+		return err
+	}
+	ids := map[string]bool{}
+	for i, c := range in.Checks {
+		where := fmt.Sprintf("check %d (%q)", i+1, c.ID)
+		switch {
+		case c.ID == "":
+			return op.Errorf(op.KindInvalid, "check %d has no id", i+1)
+		case ids[c.ID]:
+			return op.Errorf(op.KindInvalid, "%s: duplicate id", where)
+		case c.File == "":
+			return op.Errorf(op.KindInvalid, "%s has no file", where)
+		case !slices.Contains(conditionTypes, c.Condition.Type):
+			return op.Errorf(op.KindInvalid, "%s: unknown condition type %q", where, c.Condition.Type).
+				WithHint("types: %s", strings.Join(conditionTypes, ", "))
+		case c.Condition.Value == "" && c.Condition.Type != "file_exists":
+			return op.Errorf(op.KindInvalid, "%s: condition %s needs a value", where, c.Condition.Type)
+		}
+		if c.Condition.Type == "pattern" {
+			if _, err := regexp.Compile(c.Condition.Value); err != nil {
+				return op.Errorf(op.KindInvalid, "%s: pattern: %v", where, err)
+			}
+		}
+		ids[c.ID] = true
+	}
+	return nil
+}
+
+// readChecklist reads a checklist file, its format from the extension.
+func readChecklist(path string) ([]Check, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "read checklist: %v", err)
+	}
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	if format == "yml" {
+		format = "yaml"
+	}
+	return decodeChecklist(data, format)
+}
+
+// decodeChecklist accepts a list of checks or an object with a checks list.
+func decodeChecklist(data []byte, format string) ([]Check, error) {
+	var generic any
+	var err error
+	switch format {
+	case "yaml":
+		err = yaml.Unmarshal(data, &generic)
+	case "toml":
+		err = toml.Unmarshal(data, &generic)
+	default:
+		err = json.Unmarshal(data, &generic)
+	}
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "checklist is not valid %s: %v", strings.ToUpper(format), err)
+	}
+	if m, ok := generic.(map[string]any); ok {
+		generic = m["checks"]
+	}
+	if _, ok := generic.([]any); !ok {
+		return nil, op.Errorf(op.KindInvalid, "checklist must be a list of checks or {\"checks\": [...]}")
+	}
+	raw, _ := json.Marshal(generic) // one strict decoder for every format
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var checks []Check
+	if err := dec.Decode(&checks); err != nil {
+		return nil, op.Errorf(op.KindInvalid, "checklist: %v", err).WithHint("a check is {id, description, file, condition: {type, value}}")
+	}
+	return checks, nil
+}
+
+// Result is one check's outcome.
+type Result struct {
+	ID            string `json:"id"`
+	Status        string `json:"status" jsonschema:"pass, fail or error (the check could not be judged)"`
+	Evidence      string `json:"evidence" jsonschema:"line N: snippet, or not found"`
+	Reason        string `json:"reason,omitempty" jsonschema:"why it failed"`
+	ErrorCategory string `json:"error_category,omitempty" jsonschema:"for status error: file_not_found, model_unavailable, …"`
+}
+
+// Data is local_verify's answer.
+type Data struct {
+	Passed  int      `json:"passed"`
+	Failed  int      `json:"failed"`
+	Errors  int      `json:"errors" jsonschema:"checks that could not be judged"`
+	Results []Result `json:"results"`
+}
+
+// Output is local_verify's result.
+type Output = envelope.Result[Data]
+
+// Verify runs the checklist. The CLI exits 8 when any check did not pass.
+func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
+	root, err := extract.NewRoot(in.Root, in.AllowOutsideRoot)
+	if err != nil {
+		return Output{}, err
+	}
+	files := &fileCache{root: root, entries: map[string]*cached{}}
+	d := Data{Results: []Result{}}
+	for _, c := range in.Checks {
+		if err := ctx.Err(); err != nil {
+			return Output{}, err
+		}
+		r := files.check(c)
+		r.ID = c.ID
+		switch r.Status {
+		case "pass":
+			d.Passed++
+		case "fail":
+			d.Failed++
+		default:
+			d.Errors++
+		}
+		d.Results = append(d.Results, r)
+	}
+	out := envelope.OK(d, files.read)
+	if d.Failed+d.Errors > 0 {
+		out = out.WithExit(op.KindChecksFailed.ExitCode())
+	}
+	return out, nil
+}
+
+// fileCache reads each file once and scans its symbols at most once.
+type fileCache struct {
+	root    *extract.Root
+	entries map[string]*cached
+	read    int64
+}
+
+type cached struct {
+	content []byte
+	err     *Result
+	symbols *extract.Symbols
+	scanErr error
+}
+
+func (fc *fileCache) get(name string) *cached {
+	if e, ok := fc.entries[name]; ok {
+		return e
+	}
+	e := &cached{}
+	fc.entries[name] = e
+	path, err := fc.root.Resolve(name)
+	if err == nil {
+		e.content, err = os.ReadFile(path)
+	}
+	if err != nil {
+		cat := "file_not_found"
+		if op.KindOf(err) == op.KindDenied {
+			cat = "outside_root"
+		}
+		e.err = &Result{Status: "error", Evidence: "not found", Reason: err.Error(), ErrorCategory: cat}
+	}
+	fc.read += int64(len(e.content))
+	return e
+}
+
+func (fc *fileCache) check(c Check) Result {
+	v := c.Condition.Value
+	if c.Condition.Type == "semantic" {
+		return Result{Status: "error", Evidence: "not judged", ErrorCategory: "model_unavailable",
+			Reason: "semantic checks need a model, and none is configured"}
+	}
+	e := fc.get(c.File)
+	if c.Condition.Type == "file_exists" {
+		if e.err != nil {
+			return Result{Status: "fail", Evidence: "not found", Reason: c.File + " does not exist"}
+		}
+		return Result{Status: "pass", Evidence: fmt.Sprintf("%s: %d bytes", c.File, len(e.content))}
+	}
+	if e.err != nil {
+		return *e.err
+	}
+	switch c.Condition.Type {
+	case "contains", "not_contains":
+		at := bytes.Index(e.content, []byte(v))
+		if (at >= 0) == (c.Condition.Type == "contains") {
+			if at < 0 {
+				return Result{Status: "pass", Evidence: "not found"}
+			}
+			return Result{Status: "pass", Evidence: evidence(e.content, at)}
+		}
+		if at < 0 {
+			return Result{Status: "fail", Evidence: "not found", Reason: fmt.Sprintf("%s does not contain %q", c.File, v)}
+		}
+		return Result{Status: "fail", Evidence: evidence(e.content, at), Reason: fmt.Sprintf("%s contains %q", c.File, v)}
+	case "pattern":
+		re := regexp.MustCompile("(?m)" + v) // compiled once already in Validate
+		if loc := re.FindIndex(e.content); loc != nil {
+			return Result{Status: "pass", Evidence: evidence(e.content, loc[0])}
+		}
+		return Result{Status: "fail", Evidence: "not found", Reason: fmt.Sprintf("no match for /%s/ in %s", v, c.File)}
+	}
+	return fc.symbolCheck(c, e)
+}
+
+// symbolCheck judges exports and imports from the file's scanned symbols.
+func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
+	if e.symbols == nil && e.scanErr == nil {
+		lang := extract.LanguageOf(c.File)
+		if lang == "" {
+			e.scanErr = fmt.Errorf("unsupported language for %s", c.File)
+		} else {
+			e.symbols, e.scanErr = extract.Scan(lang, e.content)
+		}
+	}
+	if e.scanErr != nil {
+		return Result{Status: "error", Evidence: "not judged", Reason: e.scanErr.Error(), ErrorCategory: "unsupported_language"}
+	}
+	v := c.Condition.Value
+	if c.Condition.Type == "exports" {
+		if slices.Contains(*e.symbols.Exports, v) {
+			return Result{Status: "pass", Evidence: declarationEvidence(e.content, v)}
+		}
+		return Result{Status: "fail", Evidence: "not found",
+			Reason: fmt.Sprintf("%s does not export %s (exports: %s)", c.File, v, strings.Join(*e.symbols.Exports, ", "))}
+	}
+	for _, im := range *e.symbols.Imports {
+		if im.From == v || slices.Contains(im.Items, v) {
+			return Result{Status: "pass", Evidence: lineEvidence(e.content, im.Line)}
+		}
+	}
+	return Result{Status: "fail", Evidence: "not found", Reason: fmt.Sprintf("%s does not import %s", c.File, v)}
+}
+
+// evidence is "line N: snippet" for the line holding offset at.
+func evidence(content []byte, at int) string {
+	return lineEvidence(content, 1+bytes.Count(content[:at], []byte{'\n'}))
+}
+
+func lineEvidence(content []byte, line int) string {
+	lines := bytes.SplitN(content, []byte{'\n'}, line+1)
+	text := ""
+	if line-1 < len(lines) {
+		text = strings.TrimSpace(string(lines[line-1]))
+	}
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	return fmt.Sprintf("line %d: %s", line, text)
+}
+
+// declarationEvidence points at the first line that mentions an exported
+// name, which is where it is declared or listed for export.
+func declarationEvidence(content []byte, name string) string {
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	if name == "default" {
+		re = regexp.MustCompile(`export\s+default|module\.exports\s*=`)
+	}
+	if loc := re.FindIndex(content); loc != nil {
+		return evidence(content, loc[0])
+	}
+	return "exported"
+}

@@ -1,0 +1,68 @@
+package verify
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+func TestVerify(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc Run() { fmt.Println(\"TODO\") }\n"), 0o644)
+	in := Input{Root: root, Checks: []Check{
+		{ID: "c1", File: "main.go", Condition: Condition{Type: "contains", Value: "Println"}},
+		{ID: "c2", File: "main.go", Condition: Condition{Type: "not_contains", Value: "TODO"}},
+		{ID: "c3", File: "main.go", Condition: Condition{Type: "exports", Value: "Run"}},
+		{ID: "c4", File: "main.go", Condition: Condition{Type: "imports", Value: "fmt"}},
+		{ID: "c5", File: "gone.go", Condition: Condition{Type: "file_exists"}},
+		{ID: "c6", File: "gone.go", Condition: Condition{Type: "contains", Value: "x"}},
+		{ID: "c7", File: "../escape.go", Condition: Condition{Type: "contains", Value: "x"}},
+	}}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Verify(context.Background(), &op.Env{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{
+		{ID: "c1", Status: "pass", Evidence: "line 5: func Run() { fmt.Println(\"TODO\") }"},
+		{ID: "c2", Status: "fail", Evidence: "line 5: func Run() { fmt.Println(\"TODO\") }", Reason: "main.go contains \"TODO\""},
+		{ID: "c3", Status: "pass", Evidence: "line 5: func Run() { fmt.Println(\"TODO\") }"},
+		{ID: "c4", Status: "pass", Evidence: "line 3: import \"fmt\""},
+		{ID: "c5", Status: "fail", Evidence: "not found", Reason: "gone.go does not exist"},
+	}
+	for i, w := range want {
+		if got := out.Data.Results[i]; got != w {
+			t.Errorf("check %s:\n got %+v\nwant %+v", w.ID, got, w)
+		}
+	}
+	if r := out.Data.Results[5]; r.Status != "error" || r.ErrorCategory != "file_not_found" {
+		t.Errorf("missing file: %+v", r)
+	}
+	if r := out.Data.Results[6]; r.Status != "error" || r.ErrorCategory != "outside_root" {
+		t.Errorf("escaping path: %+v", r)
+	}
+	if out.Data.Passed != 3 || out.Data.Failed != 2 || out.Data.Errors != 2 || out.ExitCode() != 8 {
+		t.Errorf("counts %d/%d/%d exit %d", out.Data.Passed, out.Data.Failed, out.Data.Errors, out.ExitCode())
+	}
+}
+
+func TestMalformedChecklists(t *testing.T) {
+	for _, in := range []Input{
+		{},
+		{Checklist: "[]", ChecksFile: "x.json"},
+		{Checklist: "{\"checks\": 3}"},
+		{Checklist: "[{\"id\": \"a\", \"file\": \"f\", \"condition\": {\"type\": \"pattern\", \"value\": \"(\"}}]"},
+		{Checklist: "[{\"id\": \"a\", \"file\": \"f\", \"condition\": {\"type\": \"contains\"}}]"},
+		{Checklist: "[{\"id\": \"a\", \"file\": \"f\", \"extra\": 1, \"condition\": {\"type\": \"contains\", \"value\": \"v\"}}]"},
+		{Checklist: "[{\"id\": \"a\", \"file\": \"f\", \"condition\": {\"type\": \"file_exists\"}}, {\"id\": \"a\", \"file\": \"g\", \"condition\": {\"type\": \"file_exists\"}}]"},
+	} {
+		if err := in.Validate(); op.KindOf(err) != op.KindInvalid {
+			t.Errorf("%+v: got %v, want invalid input", in, err)
+		}
+	}
+}
