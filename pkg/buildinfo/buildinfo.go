@@ -7,6 +7,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"sync"
 
 	"lmtool.dev/lm/pkg/op"
 )
@@ -33,7 +34,8 @@ func Current() Info {
 	return Info{Version: version, Commit: buildCommit(), Go: runtime.Version()}
 }
 
-func buildCommit() string {
+// buildCommit reads the commit once; build info is parsed on every call.
+var buildCommit = sync.OnceValue(func() string {
 	if commit != "" {
 		return commit
 	}
@@ -45,7 +47,7 @@ func buildCommit() string {
 		}
 	}
 	return "unknown"
-}
+})
 
 // Ops is the version operation: `lm version` and the lm_version tool.
 func Ops() []op.Operation {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"sync"
@@ -41,30 +40,28 @@ type tracker struct {
 	initialized  chan struct{}
 }
 
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-}
-
+// saw notes a request read from the client (request=true) or a response
+// written to it.
 func (t *tracker) saw(line []byte, request bool) {
-	var e envelope
-	if json.Unmarshal(line, &e) != nil || len(e.ID) == 0 || string(e.ID) == "null" {
+	rawID, method, response, ok := peek(line)
+	if !ok || len(rawID) == 0 || string(rawID) == "null" {
 		return
 	}
-	if request != (e.Method != "") {
+	if request && method == "" || !request && !response {
 		return
 	}
+	id := string(rawID)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if request {
-		t.pending[string(e.ID)] = true
-		if e.Method == "initialize" {
-			t.initializing, t.initialized = string(e.ID), make(chan struct{})
+		t.pending[id] = true
+		if method == "initialize" {
+			t.initializing, t.initialized = id, make(chan struct{})
 		}
 		return
 	}
-	delete(t.pending, string(e.ID))
-	if string(e.ID) == t.initializing {
+	delete(t.pending, id)
+	if id == t.initializing {
 		close(t.initialized)
 		t.initializing = ""
 	}

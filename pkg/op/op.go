@@ -209,8 +209,13 @@ func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage
 func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
 	t.schemas()
 	var in In
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage("{}")
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || string(raw) == "{}" {
+		// The common call without arguments: only required fields can be
+		// wrong, so the generic checks have nothing else to find.
+		if len(t.in.Required) > 0 {
+			return in, Errorf(KindInvalid, "missing required field %s", quoteList(t.in.Required))
+		}
+		return in, validate(&in)
 	}
 	var generic any
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -233,15 +238,21 @@ func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
 	if err := strict.Decode(&in); err != nil {
 		return in, Errorf(KindInvalid, "invalid input: %v", err)
 	}
-	if v, ok := any(&in).(Validator); ok {
-		if err := v.Validate(); err != nil {
-			if KindOf(err) == KindInternal {
-				err = &Error{Kind: KindInvalid, Err: err}
-			}
-			return in, err
-		}
+	return in, validate(&in)
+}
+
+// validate runs an input's own Validate, if it has one; its plain errors are
+// invalid input.
+func validate(in any) error {
+	v, ok := in.(Validator)
+	if !ok {
+		return nil
 	}
-	return in, nil
+	err := v.Validate()
+	if err != nil && KindOf(err) == KindInternal {
+		err = &Error{Kind: KindInvalid, Err: err}
+	}
+	return err
 }
 
 // checkShape reports the common mistakes (unknown, missing or mistyped
