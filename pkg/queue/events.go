@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -40,19 +41,43 @@ func (t *tx) emit(typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	v, err := json.Marshal(Event{ID: seq, Type: typ, Timestamp: t.now, Data: raw})
-	if err != nil {
-		return err
+	// The event is assembled around the already-encoded data rather than
+	// marshalled again: batches of adds emit one event per instruction.
+	v := make([]byte, 0, len(raw)+96)
+	v = fmt.Appendf(v, `{"id":%d,"type":%q,"timestamp":"`, seq, typ)
+	v = t.now.AppendFormat(v, time.RFC3339Nano)
+	v = append(append(append(v, `","data":`...), raw...), '}')
+	return b.Put(u64(seq), v)
+}
+
+// skipEvents advances the event sequence by n without recording events:
+// a batch larger than the retention window would only write events to trim
+// them again. Readers resuming from before the gap see events were lost.
+func (t *tx) skipEvents(n int) error {
+	if n <= 0 {
+		return nil
 	}
-	if err := b.Put(u64(seq), v); err != nil {
-		return err
+	b := t.bucket(bEvents)
+	return b.SetSequence(b.Sequence() + uint64(n))
+}
+
+// trimEvents drops the events older than the retention window, once per
+// transaction: trimming one at a time made every append re-walk the
+// deleted keys at the head of the bucket.
+func (t *tx) trimEvents() error {
+	b := t.Bucket(bEvents)
+	if b == nil || b.Sequence() <= eventRetention {
+		return nil
 	}
-	if seq > eventRetention {
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= seq-eventRetention; k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
+	oldest := b.Sequence() - eventRetention
+	var stale [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.Next() {
+		stale = append(stale, k)
+	}
+	for _, k := range stale {
+		if err := b.Delete(k); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -16,7 +16,13 @@ import (
 const MaxContentBytes = 1 << 20
 
 func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.Update(ctx, func(b *bolt.Tx) error { return fn(&tx{Tx: b, now: env.Now().UTC()}) })
+	return env.Store.Update(ctx, func(b *bolt.Tx) error {
+		t := &tx{Tx: b, now: env.Now().UTC()}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.trimEvents()
+	})
 }
 
 func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
@@ -77,6 +83,11 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 		out = AddOutput{}
 		order := t.lastOrder()
 		base := t.counter(kPending)
+		unrecorded := len(contents) - eventRetention
+		if err := t.skipEvents(unrecorded); err != nil {
+			return err
+		}
+		out.Items = make([]Instruction, 0, len(contents))
 		for i, c := range contents {
 			order += orderStep
 			r, err := t.add(c, order)
@@ -84,8 +95,10 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 				return err
 			}
 			item := r.instruction(base + i + 1)
-			if err := t.emit(EventCreated, item); err != nil {
-				return err
+			if i >= unrecorded {
+				if err := t.emit(EventCreated, item); err != nil {
+					return err
+				}
 			}
 			out.Items = append(out.Items, item)
 		}
