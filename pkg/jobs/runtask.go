@@ -100,15 +100,33 @@ func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, 
 	if err != nil {
 		return Job{}, nil, err
 	}
+	streamed := make(chan struct{})
 	if in.Stream && env.Log != nil {
-		go stream(context.WithoutCancel(ctx), env, j.ID)
+		go func() {
+			defer close(streamed)
+			stream(context.WithoutCancel(ctx), env, j.ID)
+		}()
+	} else {
+		close(streamed)
 	}
 	if in.WaitMS > 0 {
 		res, err := finishWithin(ctx, env, j, time.Duration(in.WaitMS)*time.Millisecond)
+		if err == nil && res.Job.Terminal() {
+			// The job ended within the wait: let its last output go out as
+			// notifications before the result, as a client expects.
+			select {
+			case <-streamed:
+			case <-time.After(streamFlushGrace):
+			}
+		}
 		return res.Job, res.Output, err
 	}
 	return j, nil, nil
 }
+
+// streamFlushGrace bounds how long a result waits for the notifications of
+// a job that has already ended.
+const streamFlushGrace = 2 * time.Second
 
 // maxNotification is the most output one logging notification carries.
 const maxNotification = 8 << 10
