@@ -285,6 +285,15 @@ func checkShape(s *jsonschema.Schema, obj map[string]any) error {
 		if !typeAccepts(want, got) {
 			return Errorf(KindInvalid, "field %q must be %s, got %s", name, describeType(want), got)
 		}
+		if n, isNum := obj[name].(json.Number); isNum {
+			f, _ := n.Float64()
+			if want.Minimum != nil && f < *want.Minimum {
+				return Errorf(KindInvalid, "field %q must be at least %v, got %v", name, *want.Minimum, n)
+			}
+			if want.Maximum != nil && f > *want.Maximum {
+				return Errorf(KindInvalid, "field %q must be at most %v, got %v", name, *want.Maximum, n)
+			}
+		}
 		if len(want.Enum) > 0 && !slices.ContainsFunc(want.Enum, func(e any) bool { return fmt.Sprint(e) == fmt.Sprint(obj[name]) }) {
 			return Errorf(KindInvalid, "field %q must be one of %s, got %v", name, enumList(want.Enum), obj[name])
 		}

@@ -17,7 +17,11 @@ type greetIn struct {
 	Mood  string   `json:"mood,omitempty"`
 }
 
-func (*greetIn) RefineSchema(s *jsonschema.Schema) { s.Properties["mood"].Enum = []any{"calm", "loud"} }
+func (*greetIn) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["mood"].Enum = []any{"calm", "loud"}
+	hundred := 100.0
+	s.Properties["times"].Maximum = &hundred
+}
 
 func (in *greetIn) Validate() error {
 	if in.Times < 0 {
@@ -49,6 +53,7 @@ func TestCallValidatesWithClearMessages(t *testing.T) {
 		{`{"name":"ada","tags":"x"}`, `field "tags" must be an array, got string`},
 		{`{"name":"ada","mood":"sad"}`, `field "mood" must be one of calm, loud, got sad`},
 		{`{"name":"ada","times":-1}`, `times cannot be negative`},
+		{`{"name":"ada","times":101}`, `field "times" must be at most 100, got 101`},
 		{`[1]`, `input must be a JSON object, got array`},
 		{`{"name":`, `input is not valid JSON`},
 	} {

@@ -332,14 +332,24 @@ func (t *tx) agents(now time.Time, staleAfter int) []Agent {
 	b.ForEach(func(_, v []byte) error {
 		var a Agent
 		if json.Unmarshal(v, &a) == nil {
-			a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
-			a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= time.Duration(staleAfter)*time.Second
-			out = append(out, a)
+			out = append(out, a.derive(now, staleAfter))
 		}
 		return nil
 	})
 	sortAgents(out)
 	return out
+}
+
+// derive fills the flags that depend on the time of reading.
+func (a Agent) derive(now time.Time, staleAfter int) Agent {
+	a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
+	a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= time.Duration(staleAfter)*time.Second
+	return a
+}
+
+// emitAgent records a status.changed event with the agent as it stands now.
+func (t *tx) emitAgent(a Agent) error {
+	return t.emit(EventStatusChanged, a.derive(t.now, t.settings().AgentStaleAfterSeconds))
 }
 
 // oldestPending is the head of the queue.

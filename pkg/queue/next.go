@@ -111,7 +111,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				if err := t.emit(EventConsumed, r.instruction(0)); err != nil {
 					return err
 				}
-				if err := t.emit(EventStatusChanged, a); err != nil {
+				if err := t.emitAgent(a); err != nil {
 					return err
 				}
 				out = NextOutput{Status: "ok", ResultType: ResultInstruction,
@@ -129,7 +129,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 			if err := t.putAgent(a); err != nil {
 				return err
 			}
-			return t.emit(EventStatusChanged, a)
+			return t.emitAgent(a)
 		})
 		first = false
 		return claimed && err == nil, err
@@ -192,7 +192,7 @@ func finish(env *op.Env, agent, result string, fetched bool) int {
 		if err := t.putAgent(a); err != nil {
 			return err
 		}
-		return t.emit(EventStatusChanged, a)
+		return t.emitAgent(a)
 	})
 	return pending
 }
