@@ -59,3 +59,49 @@ func BenchmarkNext(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListPending lists 10 pending instructions with 1,000 and with
+// 1,000,000 consumed ones in the store: the pending index keeps it flat.
+func BenchmarkListPending(b *testing.B) {
+	for _, consumed := range []int{1_000, 1_000_000} {
+		b.Run(fmt.Sprintf("consumed=%d", consumed), func(b *testing.B) {
+			env := benchEnv(b)
+			consumeHistory(b, env, consumed)
+			fill(b, env, 10)
+			b.ResetTimer()
+			for range b.N {
+				out, err := List(context.Background(), env, ListInput{Status: StatusPending})
+				if err != nil || len(out.Items) != 10 {
+					b.Fatal(len(out.Items), err)
+				}
+			}
+		})
+	}
+}
+
+// consumeHistory writes n consumed instructions directly, in large
+// transactions: a million get_user_request calls would take many minutes.
+func consumeHistory(b *testing.B, env *op.Env, n int) {
+	b.Helper()
+	for done := 0; done < n; {
+		batch := min(n-done, 100_000)
+		err := update(context.Background(), env, func(t *tx) error {
+			order := t.lastOrder()
+			for i := range batch {
+				order += orderStep
+				r, err := t.add(fmt.Sprintf("old %d", done+i), order)
+				if err != nil {
+					return err
+				}
+				if _, err := t.consume(r, "history"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done += batch
+	}
+}
