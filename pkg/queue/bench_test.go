@@ -3,19 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
-	"io"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/store"
 )
-
-func benchEnv(b *testing.B) *op.Env {
-	b.Helper()
-	return &op.Env{Store: store.New(filepath.Join(b.TempDir(), "lm.db"), time.Second), Stderr: io.Discard, Now: time.Now}
-}
 
 func fill(b *testing.B, env *op.Env, n int) {
 	b.Helper()
@@ -34,7 +25,7 @@ func fill(b *testing.B, env *op.Env, n int) {
 
 // BenchmarkAddBatch adds 10,000 instructions in one transaction.
 func BenchmarkAddBatch(b *testing.B) {
-	env := benchEnv(b)
+	env := testEnv(b)
 	in := AddInput{Contents: make([]string, 10_000)}
 	for i := range in.Contents {
 		in.Contents[i] = fmt.Sprintf("instruction number %d: do the thing", i)
@@ -49,7 +40,7 @@ func BenchmarkAddBatch(b *testing.B) {
 
 // BenchmarkNext takes one instruction per op from a deep queue.
 func BenchmarkNext(b *testing.B) {
-	env := benchEnv(b)
+	env := testEnv(b)
 	fill(b, env, max(b.N+10, 100_000))
 	b.ResetTimer()
 	for range b.N {
@@ -65,7 +56,7 @@ func BenchmarkNext(b *testing.B) {
 func BenchmarkListPending(b *testing.B) {
 	for _, consumed := range []int{1_000, 1_000_000} {
 		b.Run(fmt.Sprintf("consumed=%d", consumed), func(b *testing.B) {
-			env := benchEnv(b)
+			env := testEnv(b)
 			consumeHistory(b, env, consumed)
 			fill(b, env, 10)
 			b.ResetTimer()
