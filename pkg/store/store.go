@@ -24,11 +24,6 @@ import (
 // older version is migrated on first write; a newer one is refused.
 const SchemaVersion = 1
 
-// initialMmapSize reserves address space for the store beyond its size, so
-// a transaction that grows the file does not remap it (and re-read every
-// node it touched) in the middle of a commit. It costs address space only.
-const initialMmapSize = 256 << 20
-
 // DefaultLockTimeout is how long an operation waits for another process to
 // release the store before failing.
 const DefaultLockTimeout = 5 * time.Second
@@ -137,7 +132,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 
 	// Every lm process takes the sidecar lock first, so bbolt's own flock
 	// only waits on foreign tools holding the file.
-	db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write, InitialMmapSize: initialMmapSize})
+	db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
 	}
