@@ -22,7 +22,7 @@ func (a *app) root() *ucli.Command {
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
 		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
-			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + exitCodeText,
+			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
 		Writer:                    a.streams.Out,
@@ -115,7 +115,9 @@ func subcommands(cmd *ucli.Command) string {
 	return strings.Join(names, ", ")
 }
 
-const exitCodeText = `EXIT STATUS
+// ExitStatusText is the exit-code table every command shares, for help and
+// man pages.
+const ExitStatusText = `EXIT STATUS
   0  success
   1  internal or unexpected error
   2  usage error or invalid input

@@ -51,12 +51,14 @@ func render() (map[string][]byte, error) {
 	}
 	files["man/lm.1"] = []byte(page)
 	for _, c := range tree.Commands {
-		if c.Hidden || c.Name == "help" || c.Name == "completion" || len(c.Commands) == 0 {
+		if c.Hidden || c.Name == "help" || c.Name == "completion" {
 			continue
 		}
-		// Each group gets its own page, named as its multi-call link.
+		// Each command gets its own page, named as its multi-call link,
+		// with the exit codes every lm command shares.
 		group := *c
 		group.Name = "lm-" + c.Name
+		group.Description = strings.TrimSpace(group.Description + "\n\n" + cli.ExitStatusText)
 		page, err := docs.ToManWithSection(&group, 1)
 		if err != nil {
 			return nil, fmt.Errorf("man page lm-%s.1: %w", c.Name, err)
