@@ -48,14 +48,22 @@ func (a *app) gatewayCommand() *ucli.Command {
 			},
 			{Name: "stop", Usage: "Stop the background gateway", Action: a.gatewayStop},
 			{
-				Name: "restart", Usage: "Stop the background gateway if it runs, then start it",
+				Name: "restart", Usage: "Stop the background gateway if it runs, then start it again (on the same address unless --addr is given)",
 				Flags: serveFlags(), Action: func(ctx context.Context, cmd *ucli.Command) error {
 					files, err := a.gatewayFiles(cmd)
 					if err != nil {
 						return err
 					}
-					if _, err := files.Stop(ctx, 10*time.Second); err != nil && op.KindOf(err) != op.KindNotFound {
+					stopped, err := files.Stop(ctx, 10*time.Second)
+					if err != nil && op.KindOf(err) != op.KindNotFound {
 						return &commandError{cmd: "gateway restart", err: err}
+					}
+					// The restarted gateway keeps its address, so open pages
+					// and configured agents reconnect to it.
+					if err == nil && !cmd.IsSet("addr") {
+						if err := cmd.Set("addr", stopped.Addr); err != nil {
+							return &commandError{cmd: "gateway restart", err: err}
+						}
 					}
 					return a.gatewayStart(ctx, cmd)
 				},
@@ -218,7 +226,7 @@ func (a *app) gatewayStatus(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return &commandError{cmd: "gateway status", err: err}
 	}
-	tail, _ := daemon.Tail(files.Log(), 10)
+	tail, _, _ := daemon.Tail(files.Log(), 10)
 	out := map[string]any{"running": running, "log": files.Log(), "log_tail": tail}
 	if running {
 		uptime := time.Since(s.StartedAt).Round(time.Second)
@@ -250,7 +258,7 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 			return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("N must be a number of lines, got %q", arg)}
 		}
 	}
-	lines, err := daemon.Tail(files.Log(), n)
+	lines, end, err := daemon.Tail(files.Log(), n)
 	if err != nil {
 		return &commandError{cmd: "gateway logs", err: err}
 	}
@@ -260,7 +268,7 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 	if !cmd.Bool("follow") {
 		return nil
 	}
-	if err := daemon.Follow(ctx, files.Log(), a.streams.Out); err != nil {
+	if err := daemon.Follow(ctx, files.Log(), end, a.streams.Out); err != nil {
 		return &commandError{cmd: "gateway logs", err: err}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 // commands are the custom script commands.
 var commands = map[string]func(ts *testscript.TestScript, neg bool, args []string){
 	"waitfile":  waitFile,
+	"waitmatch": waitMatch,
 	"holdlock":  holdLock,
 	"exits":     exits,
 	"jsonlines": jsonLines,
@@ -73,6 +75,29 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear within %s", args[0], limit)
+}
+
+// waitmatch FILE REGEXP [TIMEOUT] waits until FILE's content matches
+// REGEXP, for output a background command is still writing.
+func waitMatch(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: waitmatch FILE REGEXP [TIMEOUT]")
+	}
+	re, err := regexp.Compile(args[1])
+	ts.Check(err)
+	limit := 10 * time.Second
+	if len(args) > 2 {
+		limit, err = time.ParseDuration(args[2])
+		ts.Check(err)
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(ts.MkAbs(args[0])); err == nil && re.Match(data) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not match %q within %s", args[0], args[1], limit)
 }
 
 // holdlock FILE holds an exclusive flock on FILE until the script ends,

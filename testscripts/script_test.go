@@ -5,6 +5,9 @@ package testscripts
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -26,9 +29,23 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("LM_HOME", filepath.Join(e.WorkDir, ".lm"))
+			home := filepath.Join(e.WorkDir, ".lm")
+			e.Setenv("LM_HOME", home)
+			e.Defer(func() { stopLeftoverGateway(home) })
 			return nil
 		},
 		Cmds: commands,
 	})
+}
+
+// stopLeftoverGateway ends a background gateway a failed script left
+// running, so it does not outlive the test.
+func stopLeftoverGateway(home string) {
+	data, err := os.ReadFile(filepath.Join(home, "gateway.pid"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 }

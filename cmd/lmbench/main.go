@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|echo-server LM [HELLO]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|gateway LM [HELLO] | echo-server | json-server ADDR_FILE")
 		os.Exit(2)
 	}
 	var err error
@@ -31,6 +31,10 @@ func main() {
 		// initialisation of mcp-go's server and its dependencies.
 	case "echo-server":
 		err = echoServer()
+	case "json-server":
+		err = jsonServer(os.Args[2])
+	case "gateway":
+		err = gatewayBench(os.Args[2])
 	case "coldstart":
 		err = coldStart(os.Args[2], os.Args[3])
 	case "wakeup":

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -81,9 +83,7 @@ func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, e
 			return nil, op.Errorf(op.KindInvalid, "read request body: %w", err)
 		}
 		if len(bytes.TrimSpace(raw)) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.UseNumber()
-			if err := dec.Decode(&fields); err != nil {
+			if fields, err = decodeObject(raw); err != nil {
 				return nil, op.Errorf(op.KindInvalid, "request body must be a JSON object: %v", err).WithCategory("bad_json")
 			}
 		}
@@ -102,14 +102,49 @@ func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, e
 	return raw, nil
 }
 
+// decodeObject decodes a body that must be exactly one JSON object (not
+// null, not followed by more data), keeping numbers as written.
+func decodeObject(raw []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if rest := bytes.TrimSpace(raw[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected data after the object at offset %d", dec.InputOffset())
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("got %s", jsonKind(v))
+	}
+	return obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
 // queryValue converts a query parameter to the JSON type its field takes;
 // a value that does not convert stays a string and the operation's
-// validation says what was expected.
+// validation says what was expected. Infinities and NaN stay strings: JSON
+// has no numbers for them.
 func queryValue(types []string, v string) any {
 	for _, t := range types {
 		switch t {
 		case "integer", "number":
-			if n, err := strconv.ParseFloat(v, 64); err == nil {
+			if n, err := strconv.ParseFloat(v, 64); err == nil && !math.IsInf(n, 0) && !math.IsNaN(n) {
 				return json.Number(strconv.FormatFloat(n, 'f', -1, 64))
 			}
 		case "boolean":

@@ -50,6 +50,11 @@ func browser(t *testing.T) context.Context {
 // the test's temp dir) so a person can look at what the page looks like.
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	settle(t, ctx)
+	// From the top, so the sticky rail sits where a person first sees it.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.scrollTo(0, 0); return true })()`)); err != nil {
+		t.Fatal(err)
+	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
@@ -243,9 +248,12 @@ func TestPageInBrowser(t *testing.T) {
 	if stale != "90" {
 		t.Errorf("a setting changed elsewhere shows %q", stale)
 	}
+	waitText(t, ctx, "#settings-error", func(s string) bool { return s == "" }, "validation message after the value was replaced")
 	g.lm("queue", "add", "Keep the rack busy: look at flaky tests\nand note which ones flake")
+	waitText(t, ctx, "#pending", contains("flaky tests"), "instruction added from a shell")
 
 	shot(t, ctx, "desk-light")
+	checkContrast(t, ctx, "desk, light")
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +262,7 @@ func TestPageInBrowser(t *testing.T) {
 		t.Errorf("theme after toggle: %q", theme)
 	}
 	shot(t, ctx, "desk-dark")
+	checkContrast(t, ctx, "desk, dark")
 
 	// Phone width: one column, nothing wider than the screen.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Sleep(200*time.Millisecond)); err != nil {
@@ -264,8 +273,10 @@ func TestPageInBrowser(t *testing.T) {
 		t.Error("the page is wider than a phone screen")
 	}
 	shot(t, ctx, "phone-dark")
+	checkContrast(t, ctx, "phone, dark")
 	chromedp.Do(ctx, chromedp.Click("#theme-toggle"))
 	shot(t, ctx, "phone-light")
+	checkContrast(t, ctx, "phone, light")
 }
 
 func TestPageAsksForTheToken(t *testing.T) {

@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,9 +90,24 @@ func (f Files) Running() (State, bool, error) {
 	return s, true, nil
 }
 
+// alive reports whether pid is a running process. A zombie is not: a
+// detached gateway that exited stays one until init reaps it, which can
+// take a while in containers.
 func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	return !zombie(pid)
+}
+
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) state …": comm may itself contain ") ", so look for the last one.
+	i := bytes.LastIndex(stat, []byte(") "))
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // Start launches `exe args…` detached (its own session, output appended to
@@ -187,17 +203,19 @@ func RSS(pid int) int64 {
 	return 0
 }
 
-// Tail returns the last n lines of the file at path.
-func Tail(path string, n int) ([]string, error) {
+// Tail returns the last n lines of the file at path and the offset just
+// past what it read, where Follow continues without losing or repeating a
+// line.
+func Tail(path string, n int) (lines []string, end int64, err error) {
 	file, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return []string{}, nil
+		return []string{}, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer file.Close()
-	lines := make([]string, 0, n)
+	lines = make([]string, 0, n)
 	sc := bufio.NewScanner(file)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for sc.Scan() {
@@ -209,17 +227,22 @@ func Tail(path string, n int) ([]string, error) {
 		}
 		lines = append(lines, sc.Text())
 	}
-	return lines, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
+	}
+	end, err = file.Seek(0, io.SeekCurrent)
+	return lines, end, err
 }
 
-// Follow copies what is appended to the file at path to w until ctx ends.
-func Follow(ctx context.Context, path string, w io.Writer) error {
+// Follow copies what is written to the file at path from offset on to w
+// until ctx ends.
+func Follow(ctx context.Context, path string, offset int64, w io.Writer) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	if _, err := file.Seek(0, io.SeekEnd); err != nil {
+	if _, err := file.Seek(offset, io.SeekStart); err != nil {
 		return err
 	}
 	for {

@@ -394,6 +394,8 @@ function onEvent(type, ev) {
         .every((k) => state.settings[k] === d[k])) break;
       state.settings = d;
       renderSettings();
+      // A value replaced from elsewhere takes its validation message with it.
+      if (!$("settings").querySelector('[aria-invalid="true"]')) $("settings-error").textContent = "";
       renderAgents();
       break;
     case "resync":
