@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 
 	bolt "go.etcd.io/bbolt"
@@ -9,8 +10,18 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// bCache maps a content hash (with the task and its options) to a result.
-var bCache = []byte("extract.cache")
+// bCache maps a content hash (with the task and its options) to a result;
+// bCacheOrder maps an insertion sequence number to a bCache key, so the
+// oldest entries can be evicted first.
+var (
+	bCache      = []byte("extract.cache")
+	bCacheOrder = []byte("extract.cache_order")
+)
+
+// cacheLimit bounds the cache: past it, the oldest entries go. Results are
+// small (a frontmatter block, a file's symbols), so this is tens of MB at
+// most, and a 50,000-file tree still fits.
+var cacheLimit uint64 = 50_000
 
 // lookup fills in the jobs whose results are cached.
 func lookup(ctx context.Context, env *op.Env, jobs []job) error {
@@ -44,22 +55,58 @@ func remember(ctx context.Context, env *op.Env, jobs []job) error {
 		return nil
 	}
 	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bCacheOrder) == nil && tx.Bucket(bCache) != nil {
+			// a cache written before eviction existed: start it afresh
+			if err := tx.DeleteBucket(bCache); err != nil {
+				return err
+			}
+		}
 		b, err := tx.CreateBucketIfNotExists(bCache)
 		if err != nil {
 			return err
 		}
+		order, err := tx.CreateBucketIfNotExists(bCacheOrder)
+		if err != nil {
+			return err
+		}
 		for _, j := range jobs {
-			if j.key == "" || j.result.Cached {
+			if j.key == "" || j.result.Cached || b.Get([]byte(j.key)) != nil { // another process stored it meanwhile
 				continue
 			}
 			v, err := json.Marshal(j.result)
 			if err != nil {
 				return err
 			}
+			seq, err := order.NextSequence()
+			if err != nil {
+				return err
+			}
 			if err := b.Put([]byte(j.key), v); err != nil {
 				return err
 			}
+			if err := order.Put(binary.BigEndian.AppendUint64(nil, seq), []byte(j.key)); err != nil {
+				return err
+			}
 		}
-		return nil
+		return evict(b, order)
 	})
+}
+
+// evict deletes the oldest entries past cacheLimit. Entries are only ever
+// removed from the front of the order, so the live ones are exactly the
+// sequence numbers from the first to the last issued.
+func evict(b, order *bolt.Bucket) error {
+	c := order.Cursor()
+	for k, key := c.First(); k != nil; k, key = c.First() {
+		if order.Sequence()-binary.BigEndian.Uint64(k)+1 <= cacheLimit {
+			return nil
+		}
+		if err := b.Delete(key); err != nil {
+			return err
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

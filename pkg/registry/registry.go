@@ -11,6 +11,7 @@ import (
 	"lmtool.dev/lm/pkg/admin"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/generate"
 	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
@@ -33,6 +34,7 @@ var Groups = []Group{
 	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
 	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
 	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
+	{"generate", "Fill templates with variables, strictly (local_generate)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 }
 
@@ -52,6 +54,7 @@ func All() []op.Operation {
 		gitx.Ops(),
 		extract.Ops(),
 		verify.Ops(),
+		generate.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}

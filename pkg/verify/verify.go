@@ -152,11 +152,12 @@ func decodeChecklist(data []byte, format string) ([]Check, error) {
 
 // Result is one check's outcome.
 type Result struct {
-	ID            string `json:"id"`
-	Status        string `json:"status" jsonschema:"pass, fail or error (the check could not be judged)"`
-	Evidence      string `json:"evidence" jsonschema:"line N: snippet, or not found"`
-	Reason        string `json:"reason,omitempty" jsonschema:"why it failed"`
-	ErrorCategory string `json:"error_category,omitempty" jsonschema:"for status error: file_not_found, model_unavailable, …"`
+	ID            string   `json:"id"`
+	Status        string   `json:"status" jsonschema:"pass, fail or error (the check could not be judged)"`
+	Evidence      string   `json:"evidence" jsonschema:"line N: snippet, or not found"`
+	Reason        string   `json:"reason,omitempty" jsonschema:"why it failed"`
+	ErrorCategory string   `json:"error_category,omitempty" jsonschema:"for status error: file_not_found, model_unavailable, low_confidence, …"`
+	Confidence    *float64 `json:"confidence,omitempty" jsonschema:"semantic checks: the model's confidence"`
 }
 
 // Data is local_verify's answer.
@@ -177,12 +178,25 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		return Output{}, err
 	}
 	files := &fileCache{root: root, entries: map[string]*cached{}}
+	var semantic *judge
+	if slices.ContainsFunc(in.Checks, func(c Check) bool { return c.Condition.Type == "semantic" }) {
+		semantic = newJudge(env.Home)
+	}
 	d := Data{Results: []Result{}}
 	for _, c := range in.Checks {
 		if err := ctx.Err(); err != nil {
 			return Output{}, err
 		}
-		r := files.check(c)
+		var r Result
+		if c.Condition.Type == "semantic" {
+			if e := files.get(c.File); e.err != nil {
+				r = *e.err
+			} else if r, err = semantic.check(ctx, c, e.content); err != nil {
+				return Output{}, err
+			}
+		} else {
+			r = files.check(c)
+		}
 		r.ID = c.ID
 		switch r.Status {
 		case "pass":
@@ -195,6 +209,9 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		d.Results = append(d.Results, r)
 	}
 	out := envelope.OK(d, files.read)
+	if semantic != nil {
+		out.Confidence, out.TokensUsed = semantic.confidence, semantic.tokens
+	}
 	if d.Failed+d.Errors > 0 {
 		out = out.WithExit(op.KindChecksFailed.ExitCode())
 	}
@@ -238,10 +255,6 @@ func (fc *fileCache) get(name string) *cached {
 
 func (fc *fileCache) check(c Check) Result {
 	v := c.Condition.Value
-	if c.Condition.Type == "semantic" {
-		return Result{Status: "error", Evidence: "not judged", ErrorCategory: "model_unavailable",
-			Reason: "semantic checks need a model, and none is configured"}
-	}
 	e := fc.get(c.File)
 	if c.Condition.Type == "file_exists" {
 		if e.err != nil {

@@ -1,0 +1,372 @@
+// Package generate fills templates with variables, strictly: spec 001's
+// local_generate without a model. Templates use the Handlebars syntax of the
+// spec's templates ({{name}}, {{#each}}, {{#if}}, …; see [Template]); a
+// variable the template names but the call lacks is an error listing every
+// one, and variables the template never uses are reported.
+package generate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/pelletier/go-toml/v2"
+	"go.yaml.in/yaml/v3"
+
+	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// TaskTypes are spec 001's task types, each the name of a built-in.
+var TaskTypes = []string{"summary", "plan", "verification", "state_update"}
+
+// Input is a local_generate call.
+type Input struct {
+	Template      string         `json:"template,omitempty" jsonschema:"a template name (see lm generate list) or the template text itself"`
+	TemplateFile  string         `json:"template_file,omitempty" jsonschema:"read the template from this file"`
+	TaskType      string         `json:"task_type,omitempty" jsonschema:"spec 001's task type: the built-in template used when no template is given"`
+	Variables     map[string]any `json:"variables,omitempty" jsonschema:"the values: strings, numbers, booleans, lists and objects"`
+	VariablesJSON string         `json:"variables_json,omitempty" jsonschema:"variables as a JSON object (the CLI reads it from stdin)"`
+	Vars          string         `json:"vars,omitempty" jsonschema:"read variables from this JSON, YAML or TOML file"`
+	Var           []string       `json:"var,omitempty" jsonschema:"a string variable as key=value; dotted keys set nested fields; overrides the other sources"`
+	OutputPath    string         `json:"output_path,omitempty" jsonschema:"write the result to this file (under root) instead of only returning it"`
+	Force         bool           `json:"force,omitempty" jsonschema:"overwrite output_path if it exists"`
+	Root          string         `json:"root,omitempty" jsonschema:"the project root: .lm/templates and output_path resolve under it (default: the current directory)"`
+}
+
+// RefineSchema lists the task types.
+func (*Input) RefineSchema(s *jsonschema.Schema) {
+	for _, t := range TaskTypes {
+		s.Properties["task_type"].Enum = append(s.Properties["task_type"].Enum, t)
+	}
+}
+
+// Validate checks that the template comes from exactly one place.
+func (in *Input) Validate() error {
+	if in.Template == "" && in.TemplateFile == "" {
+		in.Template = in.TaskType
+	}
+	if (in.Template == "") == (in.TemplateFile == "") {
+		return op.Errorf(op.KindInvalid, "give the template exactly once: a name or text (template), or template_file").
+			WithHint("lm generate summary < vars.json, or lm generate list for the templates there are")
+	}
+	for _, kv := range in.Var {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return op.Errorf(op.KindInvalid, "--var %q: want KEY=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// Data is local_generate's answer, spec 001's output plus what was used.
+type Data struct {
+	Content  string   `json:"content"`
+	Written  bool     `json:"written"`
+	Path     string   `json:"path,omitempty" jsonschema:"where it was written"`
+	Template string   `json:"template" jsonschema:"the template's name, file, or inline"`
+	Origin   string   `json:"origin" jsonschema:"builtin, project, home, file or inline"`
+	Unused   []string `json:"unused" jsonschema:"variables given that the template never uses"`
+}
+
+// Output is local_generate's result.
+type Output = envelope.Result[Data]
+
+// Generate renders the template and, with output_path, writes the file.
+func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
+	root, err := extract.NewRoot(in.Root, false)
+	if err != nil {
+		return Output{}, err
+	}
+	t, d, read, err := load(root.Dir, env.Home, in)
+	if err != nil {
+		return Output{}, err
+	}
+	vars, n, err := variables(in)
+	if err != nil {
+		return Output{}, err
+	}
+	read += n
+	r, err := t.Render(vars)
+	var missing *RenderError
+	if errors.As(err, &missing) {
+		return Output{}, op.Errorf(op.KindInvalid, "%s: %v", d.Template, err).WithCategory("missing_variables").
+			WithHint("the template uses: %s", strings.Join(t.Variables(), ", "))
+	}
+	d.Content, d.Unused = r.Content, []string{}
+	for k := range vars {
+		if !r.Used[k] {
+			d.Unused = append(d.Unused, k)
+		}
+	}
+	sort.Strings(d.Unused)
+	if len(d.Unused) > 0 && env.Stderr != nil {
+		fmt.Fprintf(env.Stderr, "lm: warning: %s does not use %s\n", d.Template, strings.Join(d.Unused, ", "))
+	}
+	if in.OutputPath != "" {
+		if err := ctx.Err(); err != nil {
+			return Output{}, err
+		}
+		path, err := writeFile(root, in.OutputPath, []byte(d.Content), in.Force)
+		if err != nil {
+			return Output{}, err
+		}
+		d.Written, d.Path = true, path
+	}
+	return envelope.OK(d, read), nil
+}
+
+// load finds the template: a file, inline text, or a name.
+func load(root, home string, in Input) (*Template, Data, int64, error) {
+	var src Source
+	switch {
+	case in.TemplateFile != "":
+		src = fileSource(in.TemplateFile, "file", in.TemplateFile)
+	case isInline(in.Template):
+		t, err := Parse(in.Template)
+		if err != nil {
+			return nil, Data{}, 0, op.Errorf(op.KindInvalid, "%v", err).WithCategory("template_syntax")
+		}
+		return t, Data{Template: "inline", Origin: "inline"}, int64(len(in.Template)), nil
+	default:
+		var err error
+		if src, err = newCatalog(root, home).Find(in.Template); err != nil {
+			return nil, Data{}, 0, err
+		}
+	}
+	t, data, err := src.Load()
+	if err != nil {
+		return nil, Data{}, 0, err
+	}
+	name := src.Name
+	if src.Origin == "file" {
+		name = src.Path
+	}
+	return t, Data{Template: name, Origin: src.Origin}, int64(len(data)), nil
+}
+
+// variables merges the sources, later ones overriding earlier ones key by
+// key: variables, variables_json (stdin), the vars file, then --var.
+func variables(in Input) (map[string]any, int64, error) {
+	vars := map[string]any{}
+	var read int64
+	merge := func(m map[string]any) {
+		for k, v := range m {
+			vars[k] = v
+		}
+	}
+	if in.Variables != nil {
+		merge(in.Variables)
+	}
+	if text := strings.TrimSpace(in.VariablesJSON); text != "" {
+		m, err := decodeVars([]byte(text), "json")
+		if err != nil {
+			return nil, 0, op.Errorf(op.KindInvalid, "variables on stdin: %v", err)
+		}
+		merge(m)
+		read += int64(len(text))
+	}
+	if in.Vars != "" {
+		data, err := os.ReadFile(in.Vars)
+		if err != nil {
+			return nil, 0, op.Errorf(op.KindInvalid, "read --vars: %v", err)
+		}
+		format := strings.TrimPrefix(strings.ToLower(filepath.Ext(in.Vars)), ".")
+		m, err := decodeVars(data, format)
+		if err != nil {
+			return nil, 0, op.Errorf(op.KindInvalid, "%s: %v", in.Vars, err)
+		}
+		merge(m)
+		read += int64(len(data))
+	}
+	// one JSON shape for every source: objects, lists, json.Number
+	raw, err := json.Marshal(vars)
+	if err != nil {
+		return nil, 0, op.Errorf(op.KindInvalid, "variables: %v", err)
+	}
+	vars, err = decodeVars(raw, "json")
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, kv := range in.Var {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := setDotted(vars, k, v); err != nil {
+			return nil, 0, err
+		}
+	}
+	return vars, read, nil
+}
+
+// decodeVars reads an object of variables; numbers stay as written.
+func decodeVars(data []byte, format string) (map[string]any, error) {
+	var m map[string]any
+	var err error
+	switch format {
+	case "yaml", "yml":
+		err = yaml.Unmarshal(data, &m)
+	case "toml":
+		err = toml.Unmarshal(data, &m)
+	default:
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err = dec.Decode(&m); err == nil && dec.More() {
+			err = errors.New("more than one JSON value")
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("variables must be one %s object: %v", strings.ToUpper(format), err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// setDotted sets a.b.c = v, creating objects on the way.
+func setDotted(vars map[string]any, key, v string) error {
+	parts := strings.Split(key, ".")
+	m := vars
+	for i, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			if _, exists := m[p]; exists {
+				return op.Errorf(op.KindInvalid, "--var %s: %s is not an object", key, strings.Join(parts[:i+1], "."))
+			}
+			next = map[string]any{}
+			m[p] = next
+		}
+		m = next
+	}
+	m[parts[len(parts)-1]] = v
+	return nil
+}
+
+// writeFile writes content to name under root atomically: a temporary file
+// in the same directory, then a rename (or, without force, a hard link,
+// which fails if the name exists, so nothing is ever clobbered by a race).
+// It returns the absolute path written.
+func writeFile(root *extract.Root, name string, content []byte, force bool) (string, error) {
+	path, err := root.Resolve(name)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(path)
+	if err := insideRoot(root, dir); err != nil {
+		return "", err
+	}
+	if st, err := os.Lstat(path); err == nil {
+		if st.IsDir() {
+			return "", op.Errorf(op.KindConflict, "%s is a directory", name)
+		}
+		if !force {
+			return "", op.Errorf(op.KindConflict, "%s already exists", name).WithCategory("file_exists").
+				WithHint("pass --force (force: true) to overwrite it")
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", op.Errorf(op.KindInvalid, "create %s: %v", dir, err)
+	}
+	if err := insideRoot(root, dir); err != nil { // a directory swapped for a link meanwhile
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return "", op.Errorf(op.KindInvalid, "write %s: %v", name, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(content)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err != nil {
+		return "", op.Errorf(op.KindInternal, "write %s: %w", name, err)
+	}
+	if force {
+		err = os.Rename(tmp.Name(), path)
+	} else if err = os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		return "", op.Errorf(op.KindConflict, "%s already exists", name).WithCategory("file_exists").
+			WithHint("pass --force (force: true) to overwrite it")
+	}
+	if err != nil {
+		return "", op.Errorf(op.KindInternal, "write %s: %w", name, err)
+	}
+	return path, nil
+}
+
+// insideRoot checks the deepest existing ancestor of dir, symlinks
+// resolved, is inside the root: a path through a link that leaves the root
+// is refused even when the file does not exist yet.
+func insideRoot(root *extract.Root, dir string) error {
+	existing := dir
+	for {
+		if _, err := os.Lstat(existing); err == nil {
+			break
+		}
+		parent := filepath.Dir(existing)
+		if parent == existing {
+			break
+		}
+		existing = parent
+	}
+	rel, err := filepath.Rel(root.Dir, existing)
+	if err != nil {
+		return err
+	}
+	_, err = root.Resolve(rel)
+	return err
+}
+
+// ListInput is a generate_list call.
+type ListInput struct {
+	Root string `json:"root,omitempty" jsonschema:"the project root whose .lm/templates are listed (default: the current directory)"`
+}
+
+// Listed is one template and what it needs.
+type Listed struct {
+	Source
+	Description string   `json:"description,omitempty"`
+	Variables   []string `json:"variables" jsonschema:"what the template names: top-level variables, list[].field, obj.field"`
+	Error       string   `json:"error,omitempty" jsonschema:"why the template cannot be used"`
+}
+
+// ListOutput is generate_list's answer.
+type ListOutput struct {
+	Templates []Listed `json:"templates"`
+}
+
+// List shows every template by name with its origin and variables.
+func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
+	root, err := extract.NewRoot(in.Root, false)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	all, err := newCatalog(root.Dir, env.Home).All()
+	if err != nil {
+		return ListOutput{}, err
+	}
+	out := ListOutput{Templates: []Listed{}}
+	for _, s := range all {
+		l := Listed{Source: s, Variables: []string{}}
+		if t, _, err := s.Load(); err != nil {
+			l.Error = err.Error()
+		} else {
+			l.Description, l.Variables = t.Description, t.Variables()
+		}
+		out.Templates = append(out.Templates, l)
+	}
+	return out, nil
+}

@@ -1,0 +1,164 @@
+package model
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Providers are the wire protocols a model can be reached by.
+const (
+	Ollama = "ollama" // Ollama's /api/chat and /api/embed
+	OpenAI = "openai" // OpenAI-compatible /v1/chat/completions and /v1/embeddings
+)
+
+// Config is the [model] table of $LM_HOME/config.toml, after the
+// environment's overrides (LM_MODEL_PROVIDER, LM_MODEL_URL, LM_MODEL).
+// The model is off until a model name is set.
+type Config struct {
+	Provider            string   `toml:"provider"`
+	URL                 string   `toml:"url"`
+	Model               string   `toml:"model"`
+	EmbeddingModel      string   `toml:"embedding_model"`
+	Timeout             Duration `toml:"timeout"`
+	MaxRetries          int      `toml:"max_retries"`
+	ConfidenceThreshold float64  `toml:"confidence_threshold"`
+	// APIKey comes only from LM_MODEL_API_KEY, so config.toml never holds a
+	// secret; it is sent as a bearer token to OpenAI-compatible servers.
+	APIKey string `toml:"-"`
+	// Source names where the settings came from, for messages.
+	Source string `toml:"-"`
+}
+
+// Defaults: a local Ollama, 60 s a request (a cold model can take that long
+// to load), two retries and the spec's confidence threshold.
+const (
+	DefaultOllamaURL           = "http://127.0.0.1:11434"
+	DefaultTimeout             = 60 * time.Second
+	DefaultMaxRetries          = 2
+	DefaultConfidenceThreshold = 0.7
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s").
+type Duration time.Duration
+
+// UnmarshalText parses "30s", "2m", "1500ms".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("timeout %q: want a duration such as \"30s\"", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration back as a string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Enabled reports whether a model is configured at all.
+func (c Config) Enabled() bool { return c.Model != "" }
+
+// ConfigPath is where the user's settings live.
+func ConfigPath(home string) string { return filepath.Join(home, "config.toml") }
+
+// Load reads the [model] table of home's config.toml (a missing file or
+// table means no model), applies the environment's overrides and defaults,
+// and checks the result. Keys this package does not know inside [model]
+// are errors; other tables belong to other parts of lm and are left alone.
+func Load(home string) (Config, error) {
+	path := ConfigPath(home)
+	cfg := Config{Provider: Ollama, Timeout: Duration(DefaultTimeout), MaxRetries: DefaultMaxRetries,
+		ConfidenceThreshold: DefaultConfidenceThreshold, Source: path}
+	data, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return cfg, op.Errorf(op.KindInvalid, "read %s: %v", path, err)
+	default:
+		if err := decode(data, &cfg); err != nil {
+			return cfg, op.Errorf(op.KindInvalid, "%s: %v", path, err).
+				WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
+		}
+	}
+	for env, field := range map[string]*string{"LM_MODEL_PROVIDER": &cfg.Provider, "LM_MODEL_URL": &cfg.URL, "LM_MODEL": &cfg.Model} {
+		if v, ok := os.LookupEnv(env); ok {
+			*field = v
+			cfg.Source = path + " and the environment"
+		}
+	}
+	cfg.APIKey = os.Getenv("LM_MODEL_API_KEY")
+	cfg.applyDefaults()
+	if err := cfg.check(); err != nil {
+		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)
+	}
+	return cfg, nil
+}
+
+// decode reads config.toml strictly within [model].
+func decode(data []byte, cfg *Config) error {
+	var file struct {
+		Model *Config `toml:"model"`
+	}
+	file.Model = cfg
+	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&file)
+	var strict *toml.StrictMissingError
+	var bad *toml.DecodeError
+	switch {
+	case errors.As(err, &strict):
+		var unknown []string
+		for _, e := range strict.Errors {
+			if k := e.Key(); len(k) > 1 && k[0] == "model" {
+				row, _ := e.Position()
+				unknown = append(unknown, fmt.Sprintf("line %d: unknown key model.%s", row, strings.Join(k[1:], ".")))
+			}
+		}
+		if len(unknown) > 0 {
+			return errors.New(strings.Join(unknown, "; "))
+		}
+		return nil
+	case errors.As(err, &bad):
+		row, col := bad.Position()
+		return fmt.Errorf("line %d column %d: %v", row, col, bad)
+	}
+	return err
+}
+
+// applyDefaults fills in what depends on other settings.
+func (c *Config) applyDefaults() {
+	if c.URL == "" && c.Provider == Ollama {
+		c.URL = DefaultOllamaURL
+	}
+	if c.EmbeddingModel == "" {
+		c.EmbeddingModel = c.Model
+	}
+}
+
+func (c Config) check() error {
+	if c.Provider != Ollama && c.Provider != OpenAI {
+		return fmt.Errorf("provider %q: want %q or %q", c.Provider, Ollama, OpenAI)
+	}
+	if c.Enabled() {
+		u, err := url.Parse(c.URL)
+		if c.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("url %q: want an http(s) URL such as %s", c.URL, DefaultOllamaURL)
+		}
+	}
+	switch {
+	case c.Timeout <= 0:
+		return fmt.Errorf("timeout must be positive")
+	case c.MaxRetries < 0 || c.MaxRetries > 10:
+		return fmt.Errorf("max_retries must be between 0 and 10, got %d", c.MaxRetries)
+	case c.ConfidenceThreshold < 0 || c.ConfidenceThreshold > 1:
+		return fmt.Errorf("confidence_threshold must be between 0 and 1, got %g", c.ConfidenceThreshold)
+	}
+	return nil
+}

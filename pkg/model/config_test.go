@@ -1,0 +1,93 @@
+package model
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+func home(t *testing.T, config string) string {
+	t.Helper()
+	for _, env := range []string{"LM_MODEL", "LM_MODEL_URL", "LM_MODEL_PROVIDER", "LM_MODEL_API_KEY"} {
+		t.Setenv(env, "")
+		os.Unsetenv(env)
+	}
+	dir := t.TempDir()
+	if config != "" {
+		if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLoadIsOffByDefault(t *testing.T) {
+	cfg, err := Load(home(t, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Enabled() || cfg.Provider != Ollama || cfg.URL != DefaultOllamaURL || cfg.MaxRetries != 2 ||
+		cfg.ConfidenceThreshold != 0.7 || time.Duration(cfg.Timeout) != DefaultTimeout {
+		t.Fatalf("defaults = %+v", cfg)
+	}
+}
+
+func TestLoadReadsTheModelTable(t *testing.T) {
+	h := home(t, `
+[gateway]
+addr = "127.0.0.1:7777" # another part of lm's settings
+
+[model]
+provider = "openai"
+url = "http://127.0.0.1:8080/v1"
+model = "qwen"
+timeout = "1500ms"
+max_retries = 0
+confidence_threshold = 0.9
+`)
+	cfg, err := Load(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Enabled() || cfg.Provider != OpenAI || cfg.URL != "http://127.0.0.1:8080/v1" || cfg.Model != "qwen" ||
+		cfg.EmbeddingModel != "qwen" || time.Duration(cfg.Timeout) != 1500*time.Millisecond || cfg.MaxRetries != 0 || cfg.ConfidenceThreshold != 0.9 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+func TestEnvironmentOverridesTheFile(t *testing.T) {
+	h := home(t, "[model]\nmodel = \"a\"\nurl = \"http://127.0.0.1:1\"\n")
+	t.Setenv("LM_MODEL", "b")
+	t.Setenv("LM_MODEL_URL", "http://127.0.0.1:2")
+	t.Setenv("LM_MODEL_API_KEY", "secret")
+	cfg, err := Load(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != "b" || cfg.URL != "http://127.0.0.1:2" || cfg.APIKey != "secret" || !strings.Contains(cfg.Source, "environment") {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+}
+
+func TestLoadRejectsBadSettings(t *testing.T) {
+	for _, tc := range []struct{ config, want string }{
+		{"[model]\nmodle = \"x\"\n", "line 2: unknown key model.modle"},
+		{"[model]\nprovider = \"llamafile\"\nmodel = \"x\"\n", `provider "llamafile"`},
+		{"[model]\nprovider = \"openai\"\nmodel = \"x\"\n", `url ""`},
+		{"[model]\nmodel = \"x\"\nurl = \"localhost:11434\"\n", `url "localhost:11434"`},
+		{"[model]\ntimeout = \"soon\"\n", `timeout "soon"`},
+		{"[model]\ntimeout = \"-1s\"\n", "timeout must be positive"},
+		{"[model]\nmax_retries = 11\n", "max_retries must be between 0 and 10"},
+		{"[model]\nconfidence_threshold = 1.5\n", "confidence_threshold must be between 0 and 1"},
+		{"[model\n", "line 1"},
+	} {
+		_, err := Load(home(t, tc.config))
+		if op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.config, err, tc.want)
+		}
+	}
+}
