@@ -15,6 +15,7 @@ import (
 	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/tasks"
 	"lmtool.dev/lm/pkg/verify"
 )
@@ -34,6 +35,7 @@ var Groups = []Group{
 	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
 	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
+	{"servers", "Configure, install and control the MCP servers the gateway supervises and proxies"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -52,6 +54,7 @@ func All() []op.Operation {
 		gitx.Ops(),
 		extract.Ops(),
 		verify.Ops(),
+		servers.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
