@@ -404,8 +404,8 @@ func (c *Config) Validate(file string) error {
 		bad := func(sub, msg, accepted string) error {
 			return &ConfigError{File: file, Field: field + sub, Msg: msg, Accepted: accepted}
 		}
-		if !NamePattern.MatchString(name) || strings.Contains(name, "__") {
-			return bad("", "is not a valid server name", "1–32 letters, digits, - and _ (no __), starting with a letter or digit")
+		if !NamePattern.MatchString(name) || strings.Contains(name, "__") || name == "sse" || name == "message" {
+			return bad("", "is not a valid server name", "1–32 letters, digits, - and _ (no __), starting with a letter or digit; not sse or message, which /mcp/ uses")
 		}
 		if s == nil {
 			return bad("", "is null", "an object")
