@@ -27,6 +27,12 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("LM_HOME", filepath.Join(e.WorkDir, ".lm"))
+			// MCP servers from npm for the hub's scripts (npm ci --prefix testdata/node).
+			nodeBin, err := filepath.Abs(filepath.Join("..", "testdata", "node", "node_modules", ".bin"))
+			if err != nil {
+				return err
+			}
+			e.Setenv("NODE_SERVERS", nodeBin)
 			return nil
 		},
 		Cmds: commands,

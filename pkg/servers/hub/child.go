@@ -233,14 +233,16 @@ func (c *child) run(ctx context.Context) (err error) {
 	if err := c.initialize(ctx, cl, cfg, proc); err != nil {
 		return err
 	}
+	// Its lists are mirrored before it counts as running, so whoever waited
+	// for it finds its tools.
+	if err := c.hub.mirror(ctx, c, cl); err != nil {
+		c.hub.log.Warn("listing the server's tools", "server", c.name, "err", err)
+	}
 	c.mu.Lock()
 	c.session, c.startedAt = cl, time.Now()
 	c.setLocked(servers.Running)
 	c.mu.Unlock()
 	c.hub.log.Info("server running", "server", c.name, "pid", c.pid)
-	if err := c.hub.mirror(ctx, c, cl); err != nil {
-		c.hub.log.Warn("listing the server's tools", "server", c.name, "err", err)
-	}
 	defer func() {
 		c.mu.Lock()
 		c.session = nil
