@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/servers"
 )
 
 func (a *app) mcpCommand() *ucli.Command {
@@ -20,8 +22,15 @@ func (a *app) mcpCommand() *ucli.Command {
 			"Claude Code (.mcp.json):  {\"mcpServers\": {\"lm\": {\"command\": \"lm\", \"args\": [\"mcp\"]}}}",
 		Flags: []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
+			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
+			if url := cmd.String("connect"); url != "" {
+				if err := servers.Connect(ctx, url, strings.TrimSpace(os.Getenv("LM_API_TOKEN")), a.streams.In, a.streams.Out); err != nil {
+					return &commandError{cmd: "mcp", err: err}
+				}
+				return nil
+			}
 			var only []string
 			for _, v := range cmd.StringSlice("only") {
 				for _, g := range strings.Split(v, ",") {

@@ -32,6 +32,12 @@ func TestScripts(t *testing.T) {
 			home := filepath.Join(e.WorkDir, ".lm")
 			e.Setenv("LM_HOME", home)
 			e.Defer(func() { stopLeftoverGateway(home) })
+			// MCP servers from npm for the hub's scripts (npm ci --prefix testdata/node).
+			nodeBin, err := filepath.Abs(filepath.Join("..", "testdata", "node", "node_modules", ".bin"))
+			if err != nil {
+				return err
+			}
+			e.Setenv("NODE_SERVERS", nodeBin)
 			return nil
 		},
 		Cmds: commands,

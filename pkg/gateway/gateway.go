@@ -13,12 +13,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
+	mcphub "lmtool.dev/lm/pkg/servers/hub"
 )
 
 // DefaultAddr is where the gateway listens unless told otherwise: loopback
@@ -64,6 +67,7 @@ type Server struct {
 	opts    Options
 	ops     map[string]op.Operation
 	hub     *hub
+	servers *mcphub.Hub // the supervised MCP servers (spec 004)
 	handler http.Handler
 }
 
@@ -88,9 +92,16 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.hub = newHub(&s.opts.Env, opts.Log)
-	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil)
+	// /mcp aggregates the supervised servers' tools, prompts and resources
+	// beside lm's own, and tells clients when they come and go.
+	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
+		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
+	}
+	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Aggregate: mcpServer, Log: opts.Log}); err != nil {
+		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
+			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
 	s.handler = s.routes(mcpServer)
 	return s, nil
@@ -117,6 +128,10 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.Handle("/mcp", s.authorized(streamable))
 	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
+	hubRoutes := s.authorized(s.servers.Handler(s.opts.Stateful))
+	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
+		mux.Handle(p, hubRoutes)
+	}
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))
@@ -139,6 +154,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
 	}
 	go s.hub.run(baseCtx)
+	control, err := s.listenControl()
+	if err != nil {
+		return err
+	}
+	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Stateful), ReadHeaderTimeout: readHeaderTimeout,
+		BaseContext: func(net.Listener) context.Context { return baseCtx }, ErrorLog: srv.ErrorLog}
+	go controlSrv.Serve(control)
+	// Children never outlive the gateway: they stop after the listeners.
+	defer s.servers.Close()
+	defer controlSrv.Close()
+	s.servers.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
@@ -157,6 +183,31 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	s.opts.Log.Info("gateway stopped")
 	return nil
+}
+
+// listenControl opens the control socket in LM_HOME (mode 0600: its
+// owner is the authentication) through which `lm servers` commands reach
+// the hub. A socket left by a gateway that died is replaced; one that
+// answers belongs to a running gateway with the same LM_HOME.
+func (s *Server) listenControl() (net.Listener, error) {
+	path := servers.SocketPath(s.opts.Env.Home)
+	if err := os.MkdirAll(s.opts.Env.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: create %s: %w", s.opts.Env.Home, err)
+	}
+	if conn, err := net.Dial("unix", path); err == nil {
+		conn.Close()
+		return nil, op.Errorf(op.KindUnavailable, "gateway: another gateway is using %s", path).WithHint("see 'lm gateway status'")
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("gateway: control socket: %w", err)
+	}
+	return ln, nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -26,18 +26,19 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 
 // NewServer builds an MCP server exposing ops. base is copied for every
 // call, with the client's name and progress reporting filled in. Only, when
-// not empty, limits the tools to those groups.
-func NewServer(ops []op.Operation, base op.Env, version string, only []string) (*server.MCPServer, error) {
+// not empty, limits the tools to those groups. Options are applied after
+// the defaults (the gateway's hub advertises listChanged, for one).
+func NewServer(ops []op.Operation, base op.Env, version string, only []string, options ...server.ServerOption) (*server.MCPServer, error) {
 	for _, g := range only {
 		if !slices.ContainsFunc(ops, func(o op.Operation) bool { return o.Info().Group() == g }) {
 			return nil, op.Errorf(op.KindInvalid, "unknown group %q", g).WithHint("groups: %s", strings.Join(Groups(ops), ", "))
 		}
 	}
-	s := server.NewMCPServer("lm", version,
+	s := server.NewMCPServer("lm", version, append([]server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
-	)
+	}, options...)...)
 	for _, o := range ops {
 		m := o.Info()
 		if m.CLIOnly || m.Stream || (len(only) > 0 && !slices.Contains(only, m.Group())) {

@@ -16,6 +16,7 @@ import (
 	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/tasks"
 	"lmtool.dev/lm/pkg/verify"
 )
@@ -36,6 +37,7 @@ var Groups = []Group{
 	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
 	{"generate", "Fill templates with variables, strictly (local_generate)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
+	{"servers", "Configure, install and control the MCP servers the gateway supervises and proxies"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -55,6 +57,7 @@ func All() []op.Operation {
 		extract.Ops(),
 		verify.Ops(),
 		generate.Ops(),
+		servers.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}

@@ -1,0 +1,235 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
+)
+
+// Handler serves spec 004's routes: /health, /health/{server}, /servers
+// (list, one, start, stop, restart, install, DELETE), /servers/reload,
+// /servers/events (live state and activity for the dashboard), /cache and
+// the per-server MCP endpoints /mcp/{server}. The gateway mounts it behind
+// its token and Origin checks; the control socket serves it as is.
+func (h *Hub) Handler(stateful bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		out := servers.Health{Status: "ok", Servers: h.Statuses()}
+		for _, s := range out.Servers {
+			if s.Enabled && s.AutoStart && !s.Healthy() {
+				out.Status = "degraded"
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("GET /health/{server}", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
+		s := c.status()
+		code := http.StatusOK
+		if !s.Healthy() {
+			code = http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, s)
+	}))
+	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()})
+	})
+	mux.HandleFunc("GET /servers/{server}", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
+		writeJSON(w, http.StatusOK, c.status())
+	}))
+	mux.HandleFunc("POST /servers/{server}/start", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
+		h.answerStarted(w, r, c)
+	}))
+	mux.HandleFunc("POST /servers/{server}/restart", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
+		c.stop()
+		h.answerStarted(w, r, c)
+	}))
+	mux.HandleFunc("POST /servers/{server}/stop", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
+		c.stop()
+		writeJSON(w, http.StatusOK, c.status())
+	}))
+	mux.HandleFunc("DELETE /servers/{server}", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := servers.Remove(r.Context(), &op.Env{Home: h.home}, servers.NameInput{Name: r.PathValue("server")}); err != nil {
+			writeError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /servers/install", func(w http.ResponseWriter, r *http.Request) {
+		var in servers.InstallInput
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Package == "" {
+			writeError(w, op.Errorf(op.KindInvalid, "the body must be {\"package\": \"@org/mcp-server\", \"name\": \"optional\"}"))
+			return
+		}
+		out, err := servers.InstallOp(r.Context(), &op.Env{Home: h.home}, in)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, out)
+	})
+	mux.HandleFunc("POST /servers/reload", func(w http.ResponseWriter, r *http.Request) {
+		if err := h.Reload(); err != nil {
+			writeError(w, op.Errorf(op.KindInvalid, "%w", err).WithCategory("invalid_config"))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /servers/events", h.events)
+	mux.HandleFunc("GET /cache", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, h.CacheStats()) })
+	mux.HandleFunc("DELETE /cache", func(w http.ResponseWriter, r *http.Request) {
+		h.ClearCache()
+		writeJSON(w, http.StatusOK, h.CacheStats())
+	})
+	mux.HandleFunc("/mcp/{server}", h.endpoint(stateful))
+	return mux
+}
+
+func (h *Hub) withChild(fn func(http.ResponseWriter, *http.Request, *child)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("server")
+		c := h.child(name)
+		if c == nil {
+			writeError(w, op.Errorf(op.KindNotFound, "no server named %q", name).WithHint("configured servers: GET /servers, or 'lm servers list'"))
+			return
+		}
+		fn(w, r, c)
+	}
+}
+
+// answerStarted starts a server and answers once it is running or failed.
+func (h *Hub) answerStarted(w http.ResponseWriter, r *http.Request, c *child) {
+	if !c.config().IsEnabled() {
+		writeError(w, op.Errorf(op.KindConflict, "server %s is disabled", c.name).WithHint("enable it first: lm servers enable %s", c.name))
+		return
+	}
+	c.start()
+	ctx, cancel := context.WithTimeout(r.Context(), downloadInitTimeout)
+	defer cancel()
+	c.waitSettled(ctx)
+	s := c.status()
+	if s.State == servers.Failed {
+		writeError(w, op.Errorf(op.KindUnavailable, "server %s failed to start: %s", c.name, s.LastError).WithCategory("server_failed").
+			WithHint("see 'lm servers logs %s'", c.name))
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// endpoint is POST /mcp/{server}: the server's own MCP endpoint. An
+// auto-start server is started on first use.
+func (h *Hub) endpoint(stateful bool) http.HandlerFunc {
+	handlers := map[*server.MCPServer]http.Handler{}
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("server")
+		c := h.child(name)
+		if c == nil {
+			writeRPCError(w, http.StatusNotFound, -32601, fmt.Sprintf("unknown server %q; configured servers are listed at GET /servers", name))
+			return
+		}
+		cfg := c.config()
+		if !cfg.IsEnabled() {
+			writeRPCError(w, http.StatusNotFound, -32601, fmt.Sprintf("server %q is disabled", name))
+			return
+		}
+		if _, err := c.sessionFor(r.Context()); err != nil {
+			writeRPCError(w, http.StatusServiceUnavailable, -32603, err.Error()+"; start it with 'lm servers start "+name+"'")
+			return
+		}
+		h.mu.Lock()
+		handler := handlers[c.own]
+		if handler == nil {
+			handler = server.NewStreamableHTTPServer(c.own, server.WithStateful(stateful), server.WithStateLess(!stateful))
+			handlers[c.own] = handler
+		}
+		h.mu.Unlock()
+		handler.ServeHTTP(w, r)
+	}
+}
+
+// events streams the servers' state ("servers") and proxied calls
+// ("activity") as server-sent events, for the dashboard.
+func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, op.Errorf(op.KindInternal, "streaming is not supported here"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	changes, stop := h.Watch()
+	defer stop()
+	send := func(event string, v any) bool {
+		data, _ := json.Marshal(v)
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		flusher.Flush()
+		return err == nil
+	}
+	items, wake := h.Activity()
+	seen := len(items)
+	if !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) || !send("activity", items) {
+		return
+	}
+	keepAlive := time.NewTicker(15 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-changes:
+			if !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) {
+				return
+			}
+		case <-wake:
+			var all []servers.Activity
+			all, wake = h.Activity()
+			fresh := all
+			if seen <= len(all) && len(all) < h.activity.max {
+				fresh = all[seen:]
+			} else if len(fresh) > 20 {
+				fresh = fresh[len(fresh)-20:]
+			}
+			seen = len(all)
+			if !send("activity", fresh) || !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) {
+				return
+			}
+		case <-keepAlive.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status, data = http.StatusInternalServerError, []byte(`{"error":"encode"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// writeError answers with the error envelope and the status for its kind.
+func writeError(w http.ResponseWriter, err error) {
+	status := map[op.Kind]int{
+		op.KindInvalid: http.StatusBadRequest, op.KindNotFound: http.StatusNotFound, op.KindConflict: http.StatusConflict,
+		op.KindDenied: http.StatusForbidden, op.KindUnavailable: http.StatusServiceUnavailable, op.KindTimeout: http.StatusGatewayTimeout,
+	}[op.KindOf(err)]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, op.EnvelopeOf(err))
+}
+
+func writeRPCError(w http.ResponseWriter, status, code int, msg string) {
+	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+}

@@ -1,0 +1,364 @@
+// Package hub is the gateway's MCP hub: it supervises the configured
+// servers (one long-lived MCP client session per child), mirrors their
+// tools, prompts and resources onto a per-server endpoint and, namespaced
+// as NAME__tool, onto the gateway's aggregated /mcp, and forwards calls
+// through a circuit breaker and the L1 cache.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/cache"
+)
+
+// Options configure a hub.
+type Options struct {
+	// Home is LM_HOME: servers.json, the servers' logs, the node prefix.
+	Home string
+	// Aggregate is the gateway's /mcp server, which already serves lm's own
+	// tools; the servers' tools are added beside them.
+	Aggregate *server.MCPServer
+	Log       *slog.Logger
+}
+
+// Hub is safe for concurrent use.
+type Hub struct {
+	home      string
+	aggregate *server.MCPServer
+	log       *slog.Logger
+	ctx       context.Context
+	cancel    context.CancelFunc
+	cache     *cache.Cache
+	activity  *activityLog
+	progress  sync.Map // upstream progress token → func(params)
+	tokenSeq  atomic.Uint64
+	mirrorMu  sync.Mutex // serializes changes to /mcp's registrations
+
+	mu       sync.Mutex
+	cfg      *servers.Config
+	children map[string]*child
+	// watchers are woken (non-blocking) when any server's state changes.
+	watchers map[chan struct{}]struct{}
+}
+
+// New builds a hub from the servers file; nothing starts until Start.
+func New(opts Options) (*Hub, error) {
+	cfg, err := servers.Load(opts.Home)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{home: opts.Home, aggregate: opts.Aggregate, log: opts.Log, ctx: ctx, cancel: cancel, cfg: cfg,
+		children: map[string]*child{}, watchers: map[chan struct{}]struct{}{}, activity: newActivityLog(200)}
+	h.cache = cache.New(cfg.Settings.CacheSize(), cfg.Settings.TTL(), time.Now)
+	for _, name := range cfg.Names() {
+		h.children[name] = newChild(h, name, cfg.Servers[name])
+	}
+	return h, nil
+}
+
+func (h *Hub) settings() servers.Settings {
+	return h.cfg.Settings
+}
+
+// Start starts the enabled auto-start servers, each on its own: a slow or
+// broken one never holds up the others.
+func (h *Hub) Start() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, name := range h.cfg.Names() {
+		if s := h.cfg.Servers[name]; s.AutoStart && s.IsEnabled() {
+			h.children[name].start()
+		}
+	}
+}
+
+// Close stops every server, all at once, and waits until their processes
+// are gone.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	children := make([]*child, 0, len(h.children))
+	for _, c := range h.children {
+		children = append(children, c)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range children {
+		wg.Go(c.stop)
+	}
+	wg.Wait()
+	h.cancel()
+}
+
+// Reload re-reads servers.json: removed or disabled servers stop, changed
+// ones restart if they were running, new auto-start ones start.
+func (h *Hub) Reload() error {
+	cfg, err := servers.Load(h.home)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	old := h.children
+	h.cfg, h.children = cfg, map[string]*child{}
+	var stop, restart, start []*child
+	for name, c := range old {
+		s, ok := cfg.Servers[name]
+		switch {
+		case !ok || !s.IsEnabled():
+			stop = append(stop, c)
+			if ok {
+				h.children[name] = c
+				c.mu.Lock()
+				c.cfg = s
+				c.mu.Unlock()
+			}
+		default:
+			h.children[name] = c
+			c.mu.Lock()
+			same := sameConfig(c.cfg, s)
+			running := c.cancel != nil
+			c.cfg = s
+			c.mu.Unlock()
+			if !same && running {
+				restart = append(restart, c)
+			}
+		}
+	}
+	for _, name := range cfg.Names() {
+		if _, ok := h.children[name]; !ok {
+			c := newChild(h, name, cfg.Servers[name])
+			h.children[name] = c
+			if cfg.Servers[name].AutoStart && cfg.Servers[name].IsEnabled() {
+				start = append(start, c)
+			}
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range stop {
+		c.stop()
+		h.unmirror(c)
+	}
+	for _, c := range restart {
+		c.stop()
+		c.start()
+	}
+	for _, c := range start {
+		c.start()
+	}
+	h.notifyChange()
+	return nil
+}
+
+func sameConfig(a, b *servers.Server) bool {
+	return fmt.Sprintf("%+v", *a) == fmt.Sprintf("%+v", *b) && slices.Equal(a.Args, b.Args)
+}
+
+// child returns the named server, or nil.
+func (h *Hub) child(name string) *child {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.children[name]
+}
+
+// Statuses lists every server's status in name order.
+func (h *Hub) Statuses() []servers.Status {
+	h.mu.Lock()
+	names := h.cfg.Names()
+	children := make([]*child, 0, len(names))
+	for _, n := range names {
+		children = append(children, h.children[n])
+	}
+	h.mu.Unlock()
+	out := make([]servers.Status, 0, len(children))
+	for _, c := range children {
+		out = append(out, c.status())
+	}
+	return out
+}
+
+// CacheStats are the cache's counters.
+func (h *Hub) CacheStats() servers.CacheStats {
+	s := h.cache.Stats()
+	return servers.CacheStats{Entries: s.Entries, MaxSize: s.MaxSize, TTLSec: s.TTL.Seconds(), Hits: s.Hits, Misses: s.Misses, Evictions: s.Evictions}
+}
+
+// ClearCache empties the cache.
+func (h *Hub) ClearCache() { h.cache.Clear() }
+
+// Watch returns a channel that receives after any server's state changes,
+// and a function to stop watching.
+func (h *Hub) Watch() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.watchers[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.watchers, ch)
+		h.mu.Unlock()
+	}
+}
+
+func (h *Hub) notifyChange() {
+	go func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for ch := range h.watchers {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}()
+}
+
+// ErrCircuitOpen marks a call refused by an OPEN breaker.
+var ErrCircuitOpen = errors.New("circuit breaker open")
+
+// forward sends one request to a server: the cache first (when the
+// request is cacheable), then the breaker, then the session, with the
+// server's timeout. Failures to get an answer count against the breaker;
+// an answer, even an error, counts for it.
+func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *cache.Key, call func(context.Context, *client.Client) (any, error)) (v any, err error) {
+	began := time.Now()
+	act := servers.Activity{Time: began.UTC(), Server: c.name, Method: method, Name: name, Outcome: "ok"}
+	defer func() {
+		act.DurationMS = float64(time.Since(began).Microseconds()) / 1000
+		if err != nil && act.Outcome == "ok" {
+			act.Outcome, act.Error = "error", err.Error()
+		}
+		h.activity.add(act)
+	}()
+	if key != nil {
+		if v, ok := h.cache.Get(*key); ok {
+			act.Outcome = "cached"
+			return v, nil
+		}
+	}
+	if ok, retryAt := c.breaker.Allow(); !ok {
+		_, failures, _ := c.breaker.State()
+		act.Outcome = "rejected"
+		return nil, fmt.Errorf("server %s: %w after %d consecutive failures; it will be retried at %s (in %s)",
+			c.name, ErrCircuitOpen, failures, retryAt.UTC().Format(time.RFC3339), time.Until(retryAt).Round(time.Second))
+	}
+	cl, err := c.sessionFor(ctx)
+	if err != nil {
+		c.breaker.Failure()
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.config().CallTimeout())
+	defer cancel()
+	v, err = call(cctx, cl)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) || cctx.Err() != nil {
+			c.breaker.Failure()
+			if cctx.Err() != nil && ctx.Err() == nil {
+				err = fmt.Errorf("server %s did not answer %s within %s", c.name, method, c.config().CallTimeout())
+			}
+		} else {
+			c.breaker.Success()
+		}
+		return nil, fmt.Errorf("server %s: %w", c.name, err)
+	}
+	c.breaker.Success()
+	if key != nil {
+		if r, ok := v.(*mcp.CallToolResult); !ok || !r.IsError {
+			h.cache.Put(*key, v)
+		}
+	}
+	return v, nil
+}
+
+// upstreamNotification relays what a child sends: list changes refresh
+// the mirror (and invalidate the cache), resource updates invalidate the
+// cached read and are passed on, progress goes to the one downstream
+// request it belongs to, log messages to every client.
+func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
+	params := n.Params.AdditionalFields
+	switch n.Method {
+	case mcp.MethodNotificationToolsListChanged, mcp.MethodNotificationPromptsListChanged, mcp.MethodNotificationResourcesListChanged:
+		switch n.Method {
+		case mcp.MethodNotificationToolsListChanged:
+			h.cache.Invalidate(c.name, "tools/call", "")
+		case mcp.MethodNotificationResourcesListChanged:
+			h.cache.Invalidate(c.name, "resources/read", "")
+		}
+		c.mu.Lock()
+		cl := c.session
+		c.mu.Unlock()
+		if cl != nil {
+			go func() {
+				if err := h.mirror(h.ctx, c, cl); err != nil {
+					h.log.Warn("refreshing the server's lists", "server", c.name, "err", err)
+				}
+			}()
+		}
+	case mcp.MethodNotificationResourceUpdated:
+		uri, _ := params["uri"].(string)
+		h.cache.Invalidate(c.name, "resources/read", uri)
+		c.own.SendNotificationToAllClients(n.Method, params)
+		if h.aggregate != nil {
+			h.aggregate.SendNotificationToAllClients(n.Method, params)
+		}
+	case "notifications/progress":
+		if relay, ok := h.progress.Load(fmt.Sprint(params["progressToken"])); ok {
+			relay.(func(map[string]any))(params)
+		}
+	case "notifications/message":
+		c.own.SendNotificationToAllClients(n.Method, params)
+		if h.aggregate != nil {
+			logged := map[string]any{}
+			for k, v := range params {
+				logged[k] = v
+			}
+			logged["logger"] = c.name
+			h.aggregate.SendNotificationToAllClients(n.Method, logged)
+		}
+	}
+}
+
+// Activity returns the recent proxied calls (oldest first) and a channel
+// woken when another is recorded.
+func (h *Hub) Activity() ([]servers.Activity, <-chan struct{}) { return h.activity.recent() }
+
+type activityLog struct {
+	mu    sync.Mutex
+	max   int
+	items []servers.Activity
+	wake  chan struct{}
+}
+
+func newActivityLog(max int) *activityLog {
+	return &activityLog{max: max, wake: make(chan struct{})}
+}
+
+func (l *activityLog) add(a servers.Activity) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items = append(l.items, a)
+	if len(l.items) > l.max {
+		l.items = slices.Clone(l.items[len(l.items)-l.max:])
+	}
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+func (l *activityLog) recent() ([]servers.Activity, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.items), l.wake
+}

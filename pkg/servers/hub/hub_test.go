@@ -1,0 +1,303 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/servers"
+)
+
+// nodeServer is the path of an MCP server installed from npm into
+// testdata/node (npm ci --prefix testdata/node). Without node the test is
+// skipped, unless LM_REQUIRE_NODE is set, as it is in CI.
+func nodeServer(t *testing.T, bin string) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil && os.Getenv("LM_REQUIRE_NODE") == "" {
+		t.Skip("node is not installed (set LM_REQUIRE_NODE=1 to make this a failure)")
+	}
+	path, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "node", "node_modules", ".bin", bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not installed: run npm ci --prefix testdata/node (%v)", bin, err)
+	}
+	return path
+}
+
+// startHub writes servers.json, starts a hub behind a real HTTP server with
+// the aggregated /mcp, and stops both (and every child) at the end.
+func startHub(t *testing.T, cfg string) (*Hub, string) {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(servers.Path(home), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agg := server.NewMCPServer("lm", "test", server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+	agg.AddTool(mcp.NewTool("queue_add"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("lm's own"), nil
+	})
+	h, err := New(Options{Home: home, Aggregate: agg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(agg, server.WithStateLess(true)))
+	mux.Handle("/", h.Handler(false))
+	srv := httptest.NewServer(mux)
+	h.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	return h, srv.URL
+}
+
+func connect(t *testing.T, url string) *client.Client {
+	t.Helper()
+	cl, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// settled waits for a server to leave the transitional states.
+func settled(t *testing.T, h *Hub, name string) servers.Status {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h.child(name).waitSettled(ctx)
+	return h.child(name).status()
+}
+
+func call(t *testing.T, cl *client.Client, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = tool, args
+	return cl.CallTool(ctx, req)
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestAggregatesNamespacedToolsAndProxiesCalls(t *testing.T) {
+	everything, memory := nodeServer(t, "mcp-server-everything"), nodeServer(t, "mcp-server-memory")
+	h, url := startHub(t, `{"mcpServers": {
+		"everything": {"command": "`+everything+`", "auto_start": true, "tools": {"deny": ["get-env"]}},
+		"memory": {"command": "`+memory+`", "auto_start": true}}}`)
+	for _, n := range []string{"everything", "memory"} {
+		if s := settled(t, h, n); s.State != servers.Running {
+			t.Fatalf("%s: %+v", n, s)
+		}
+	}
+	cl := connect(t, url+"/mcp")
+	ctx := context.Background()
+	tools, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tool := range tools.Tools {
+		names[tool.Name] = true
+		if len(tool.Name) > 64 || strings.Trim(tool.Name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != "" {
+			t.Errorf("tool name %q is not a valid namespaced name", tool.Name)
+		}
+	}
+	for _, want := range []string{"queue_add", "everything__echo", "everything__get-sum", "memory__read_graph", "memory__create_entities"} {
+		if !names[want] {
+			t.Errorf("/mcp lacks %s; has %v", want, names)
+		}
+	}
+	if names["everything__get-env"] {
+		t.Error("a denied tool is exposed")
+	}
+	prompts, err := cl.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(prompts.Prompts) == 0 || !strings.HasPrefix(prompts.Prompts[0].Name, "everything__") {
+		t.Fatalf("prompts: %+v %v", prompts, err)
+	}
+
+	r, err := call(t, cl, "everything__echo", map[string]any{"message": "through the hub"})
+	if err != nil || text(r) != "Echo: through the hub" {
+		t.Fatalf("echo via /mcp: %+v %v", r, err)
+	}
+	own := connect(t, url+"/mcp/memory")
+	if _, err := call(t, own, "create_entities", map[string]any{"entities": []any{map[string]any{"name": "lm", "entityType": "tool", "observations": []any{"proxied"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = call(t, cl, "memory__read_graph", map[string]any{})
+	if err != nil || !strings.Contains(text(r), "proxied") {
+		t.Fatalf("one session per child: the entity made through /mcp/memory must be visible through /mcp: %+v %v", r, err)
+	}
+
+	// An unknown server is a 404 JSON-RPC error.
+	resp, err := http.Post(url+"/mcp/nosuch", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(rpc.Error.Message, "unknown server") {
+		t.Fatalf("unknown server: %d %+v", resp.StatusCode, rpc)
+	}
+}
+
+func TestKilledChildIsRestartedAndCallsWork(t *testing.T) {
+	everything := nodeServer(t, "mcp-server-everything")
+	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_delay": 0.05}}}`)
+	before := settled(t, h, "everything")
+	if before.State != servers.Running || before.Pid == 0 {
+		t.Fatalf("%+v", before)
+	}
+	if err := syscall.Kill(before.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var after servers.Status
+	for i := 0; i < 600; i++ { // the restart takes a second or two; bounded at a minute
+		after = h.child("everything").status()
+		if after.State == servers.Running && after.Pid != before.Pid {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after.State != servers.Running || after.RestartCount != 1 || !strings.Contains(after.LastExit, "SIGKILL") {
+		t.Fatalf("after SIGKILL: %+v", after)
+	}
+	cl := connect(t, url+"/mcp/everything")
+	if r, err := call(t, cl, "echo", map[string]any{"message": "again"}); err != nil || text(r) != "Echo: again" {
+		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestCrashLoopEndsFailedWithStderr(t *testing.T) {
+	h, _ := startHub(t, `{"mcpServers": {"broken": {"command": "sh", "args": ["-c", "echo missing API key >&2; exit 3"],
+		"auto_start": true, "max_restarts": 2, "restart_delay": 0.01}}}`)
+	var s servers.Status
+	for i := 0; i < 300 && s.State != servers.Failed; i++ {
+		s = settled(t, h, "broken")
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.State != servers.Failed || s.RestartCount != 2 || !strings.Contains(s.LastError, "crash loop") ||
+		!strings.Contains(s.LastError, "missing API key") || !strings.Contains(s.LastError, "before the MCP handshake") || s.LastExit != "exit status 3" {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestBreakerOpensAndRecovers(t *testing.T) {
+	everything := nodeServer(t, "mcp-server-everything")
+	h, url := startHub(t, `{"settings": {"cb_failure_threshold": 2, "cb_recovery_timeout": 0.5},
+		"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_on_failure": false}}}`)
+	s := settled(t, h, "everything")
+	cl := connect(t, url+"/mcp")
+	syscall.Kill(s.Pid, syscall.SIGKILL)
+	for i := 0; i < 600 && h.child("everything").status().State != servers.Failed; i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := call(t, cl, "everything__echo", map[string]any{"message": "x"}); err == nil || !strings.Contains(err.Error(), "everything is failed") {
+			t.Fatalf("call %d to a dead server: %v", i, err)
+		}
+	}
+	_, err := call(t, cl, "everything__echo", map[string]any{"message": "x"})
+	if err == nil || !strings.Contains(err.Error(), "circuit breaker open") || !strings.Contains(err.Error(), "will be retried at") {
+		t.Fatalf("an OPEN breaker must fail fast naming the server and the retry time: %v", err)
+	}
+	if b := h.child("everything").status().Breaker; b.State != servers.BreakerOpen || b.RetryAt == nil {
+		t.Fatalf("breaker %+v", b)
+	}
+	resp, err := http.Post(url+"/servers/everything/start", "application/json", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("start: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for i := 0; i < 100 && h.child("everything").status().Breaker.State != servers.BreakerHalfOpen; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, err := call(t, cl, "everything__echo", map[string]any{"message": "probe"}); err != nil || text(r) != "Echo: probe" {
+		t.Fatalf("the HALF_OPEN probe: %+v %v", r, err)
+	}
+	if b := h.child("everything").status().Breaker; b.State != servers.BreakerClosed || b.Failures != 0 {
+		t.Fatalf("a good probe must close the breaker: %+v", b)
+	}
+}
+
+func TestCacheHitsAndInvalidation(t *testing.T) {
+	everything := nodeServer(t, "mcp-server-everything")
+	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "cache_tools": {"get-sum": ["a", "b"]}}}}`)
+	settled(t, h, "everything")
+	cl := connect(t, url+"/mcp")
+	for i := 0; i < 2; i++ {
+		if r, err := call(t, cl, "everything__get-sum", map[string]any{"b": 2, "a": 1}); err != nil || !strings.Contains(text(r), "3") {
+			t.Fatalf("%+v %v", r, err)
+		}
+	}
+	call(t, cl, "everything__echo", map[string]any{"message": "never cached"})
+	call(t, cl, "everything__echo", map[string]any{"message": "never cached"})
+	if st := h.CacheStats(); st.Hits != 1 || st.Entries != 1 {
+		t.Fatalf("one hit for the repeated get-sum, nothing for echo: %+v", st)
+	}
+	acts, _ := h.Activity()
+	if acts[1].Outcome != "cached" || acts[0].Outcome != "ok" {
+		t.Fatalf("activity %+v", acts)
+	}
+	// The child announcing a new tool list invalidates cached calls.
+	h.upstreamNotification(h.child("everything"), mcp.JSONRPCNotification{Notification: mcp.Notification{Method: mcp.MethodNotificationToolsListChanged}})
+	if st := h.CacheStats(); st.Entries != 0 {
+		t.Fatalf("tools/list_changed must invalidate: %+v", st)
+	}
+	res, err := cl.ListResources(context.Background(), mcp.ListResourcesRequest{})
+	if err != nil || len(res.Resources) == 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	uri := res.Resources[0].URI
+	for i := 0; i < 2; i++ {
+		if _, err := cl.ReadResource(context.Background(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := h.CacheStats(); st.Hits != 2 {
+		t.Fatalf("a repeated resources/read must hit: %+v", st)
+	}
+	h.upstreamNotification(h.child("everything"), mcp.JSONRPCNotification{Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated,
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}}}})
+	if st := h.CacheStats(); st.Entries != 0 {
+		t.Fatalf("resources/updated must invalidate the read: %+v", st)
+	}
+}

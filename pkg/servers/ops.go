@@ -1,0 +1,580 @@
+package servers
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// Ops are `lm servers …` and the MCP tools servers_*. Changing the
+// configuration (add, rm, enable, disable, import, install) is for people
+// only: it decides which programs the gateway runs, so it is not an MCP
+// tool. Reading and start/stop/restart are.
+func Ops() []op.Operation {
+	return []op.Operation{
+		op.New(op.Meta{
+			Name: "servers_list", Path: []string{"servers", "list"},
+			Summary:     "List the configured MCP servers, with their state when a gateway runs",
+			Description: "Env and header values are shown as <redacted> unless they are ${env:NAME} references.",
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, List),
+		op.New(op.Meta{
+			Name: "servers_show", Path: []string{"servers", "show"},
+			Summary: "Show one server's configuration and state", Args: []string{"name"},
+			Effect: op.ReadOnly, Idempotent: true,
+		}, Show),
+		op.New(op.Meta{
+			Name: "servers_add", Path: []string{"servers", "add"},
+			Summary:     "Add an MCP server: a command to run over stdio, or --url for an HTTP server",
+			Description: "Values may reference the environment as ${env:NAME}, resolved when the server starts. A running gateway picks the change up at once.",
+			Examples:    "lm servers add memory --auto-start -- npx -y @modelcontextprotocol/server-memory\nlm servers add docs --url https://example.com/mcp\nlm servers add gh --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio",
+			Args:        []string{"name", "command"},
+			Effect:      op.Mutating, CLIOnly: true,
+		}, Add),
+		op.New(op.Meta{
+			Name: "servers_rm", Path: []string{"servers", "rm"},
+			Summary: "Remove a server from the configuration (a running gateway stops it)", Args: []string{"name"},
+			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
+		}, Remove),
+		op.New(op.Meta{
+			Name: "servers_enable", Path: []string{"servers", "enable"},
+			Summary: "Enable a server: the gateway serves it again", Args: []string{"name"},
+			Effect: op.Mutating, Idempotent: true, CLIOnly: true,
+		}, Enable),
+		op.New(op.Meta{
+			Name: "servers_disable", Path: []string{"servers", "disable"},
+			Summary: "Disable a server: the gateway stops it and leaves it out of /mcp", Args: []string{"name"},
+			Effect: op.Mutating, Idempotent: true, CLIOnly: true,
+		}, Disable),
+		op.New(op.Meta{
+			Name: "servers_import", Path: []string{"servers", "import"},
+			Summary: "Import the servers another MCP client is configured with",
+			Description: "--from names a client (claude-desktop, claude-code, vscode, cursor) or a file in the mcpServers or servers shape. " +
+				"Servers already configured in lm are kept and reported as skipped, as are entries lm cannot run.",
+			Examples: "lm servers import --from claude-code\nlm servers import --from ~/.cursor/mcp.json",
+			Effect:   op.Mutating, CLIOnly: true,
+		}, Import),
+		op.New(op.Meta{
+			Name: "servers_export", Path: []string{"servers", "export"},
+			Summary: "Print a client configuration that points the client at lm's gateway",
+			Description: "Claude Desktop launches only stdio servers, so its entry runs `lm mcp --connect URL`; the others connect to the URL. " +
+				"--via stdio points the client at `lm mcp` instead (lm's own tools, without the hub). The URL is the running gateway's, else the default.",
+			Examples: "lm servers export --for claude-desktop\nlm servers export --for vscode > .vscode/mcp.json",
+			Effect:   op.ReadOnly, Idempotent: true,
+		}, Export),
+		op.New(op.Meta{
+			Name: "servers_install", Path: []string{"servers", "install"},
+			Summary:     "Install an MCP server from npm under LM_HOME and add it",
+			Description: "Runs npm install into $LM_HOME/node and records the package's command. Needs Node.js and npm.",
+			Examples:    "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
+			Args:        []string{"package"},
+			Effect:      op.Mutating, CLIOnly: true,
+		}, InstallOp),
+		op.New(op.Meta{
+			Name: "servers_start", Path: []string{"servers", "start"},
+			Summary: "Start a server in the running gateway and wait until it is ready", Args: []string{"name"},
+			Effect: op.Mutating, Idempotent: true,
+		}, control("start")),
+		op.New(op.Meta{
+			Name: "servers_stop", Path: []string{"servers", "stop"},
+			Summary: "Stop a server in the running gateway (SIGTERM, then SIGKILL, to its process group)", Args: []string{"name"},
+			Effect: op.Destructive, Idempotent: true,
+		}, control("stop")),
+		op.New(op.Meta{
+			Name: "servers_restart", Path: []string{"servers", "restart"},
+			Summary: "Restart a server in the running gateway", Args: []string{"name"},
+			Effect: op.Destructive,
+		}, control("restart")),
+		op.New(op.Meta{
+			Name: "servers_status", Path: []string{"servers", "status"},
+			Summary:     "Show the running gateway's servers: state, pid, restarts, last error, breaker; and the cache",
+			Description: "Exits 6 when no gateway is running.",
+			Args:        []string{"name"},
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, Statuses),
+		op.New(op.Meta{
+			Name: "servers_logs", Path: []string{"servers", "logs"},
+			Summary:     "Print a server's stderr as the gateway recorded it",
+			Description: "--follow prints lines as JSON Lines as they are written (CLI only).",
+			Args:        []string{"name"},
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, Logs),
+	}
+}
+
+// NameInput names one server.
+type NameInput struct {
+	Name string `json:"name" jsonschema:"the server's name"`
+}
+
+// Entry is a configured server and, with a gateway running, its state.
+type Entry struct {
+	Name   string  `json:"name"`
+	Config *Server `json:"config"`
+	Status *Status `json:"status,omitempty"`
+}
+
+// ListOutput lists servers.
+type ListOutput struct {
+	Servers        []Entry `json:"servers"`
+	File           string  `json:"file"`
+	GatewayRunning bool    `json:"gateway_running"`
+}
+
+// ListInput takes nothing.
+type ListInput struct{}
+
+// List is servers_list.
+func List(ctx context.Context, env *op.Env, _ ListInput) (ListOutput, error) {
+	cfg, err := loadOp(env.Home)
+	if err != nil {
+		return ListOutput{}, err
+	}
+	statuses, running := gatewayStatuses(ctx, env.Home)
+	out := ListOutput{Servers: []Entry{}, File: Path(env.Home), GatewayRunning: running}
+	for _, name := range cfg.Names() {
+		e := Entry{Name: name, Config: cfg.Servers[name].Redacted()}
+		if s, ok := statuses[name]; ok {
+			e.Status = &s
+		}
+		out.Servers = append(out.Servers, e)
+	}
+	return out, nil
+}
+
+// Show is servers_show.
+func Show(ctx context.Context, env *op.Env, in NameInput) (Entry, error) {
+	cfg, err := loadOp(env.Home)
+	if err != nil {
+		return Entry{}, err
+	}
+	s, err := lookup(cfg, env.Home, in.Name)
+	if err != nil {
+		return Entry{}, err
+	}
+	e := Entry{Name: in.Name, Config: s.Redacted()}
+	statuses, _ := gatewayStatuses(ctx, env.Home)
+	if st, ok := statuses[in.Name]; ok {
+		e.Status = &st
+	}
+	return e, nil
+}
+
+func loadOp(home string) (*Config, error) {
+	cfg, err := Load(home)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return nil, op.Errorf(op.KindInvalid, "%w", err).WithCategory("invalid_config").WithHint("fix the file, or see 'lm servers add --help'")
+	}
+	return cfg, err
+}
+
+func lookup(cfg *Config, home, name string) (*Server, error) {
+	s, ok := cfg.Servers[name]
+	if !ok {
+		return nil, op.Errorf(op.KindNotFound, "no server named %q in %s", name, Path(home)).
+			WithHint("see 'lm servers list'")
+	}
+	return s, nil
+}
+
+// gatewayStatuses asks a running gateway for its servers' states.
+func gatewayStatuses(ctx context.Context, home string) (map[string]Status, bool) {
+	var out StatusOutput
+	if err := NewControl(home).Do(ctx, http.MethodGet, "/servers", nil, &out); err != nil {
+		return nil, false
+	}
+	m := map[string]Status{}
+	for _, s := range out.Servers {
+		m[s.Name] = s
+	}
+	return m, true
+}
+
+// AddInput is servers_add's input.
+type AddInput struct {
+	Name        string   `json:"name" jsonschema:"the server's name: letters, digits, - and _"`
+	Command     []string `json:"command,omitempty" jsonschema:"the program and its arguments (stdio)"`
+	URL         string   `json:"url,omitempty" jsonschema:"the server's URL (streamable HTTP, or SSE with --transport sse)"`
+	Transport   string   `json:"transport,omitempty" jsonschema:"stdio, http or sse (inferred from command or url)"`
+	Env         []string `json:"env,omitempty" jsonschema:"environment variables for the server, each as NAME=VALUE (repeatable)"`
+	Description string   `json:"description,omitempty"`
+	AutoStart   bool     `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
+	Disabled    bool     `json:"disabled,omitempty" jsonschema:"add it disabled"`
+	Replace     bool     `json:"replace,omitempty" jsonschema:"replace a server of the same name"`
+}
+
+// Validate checks what the schema cannot.
+func (in AddInput) Validate() error {
+	if (len(in.Command) == 0) == (in.URL == "") {
+		return op.Errorf(op.KindInvalid, "give either a command (after --) or --url").
+			WithHint("lm servers add NAME -- npx -y PACKAGE, or lm servers add NAME --url https://…/mcp")
+	}
+	for _, kv := range in.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return op.Errorf(op.KindInvalid, "env %q is not NAME=VALUE", kv)
+		}
+	}
+	return nil
+}
+
+// RefineSchema lists the transports.
+func (AddInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["transport"].Enum = []any{Stdio, HTTP, SSE}
+}
+
+// Changed is what a configuration change did.
+type Changed struct {
+	Name   string  `json:"name"`
+	Config *Server `json:"config,omitempty"`
+	Done   string  `json:"done" jsonschema:"added, replaced, removed, enabled or disabled"`
+}
+
+// Add is servers_add.
+func Add(ctx context.Context, env *op.Env, in AddInput) (Changed, error) {
+	s := &Server{URL: in.URL, Transport: in.Transport, Description: in.Description, AutoStart: in.AutoStart}
+	if len(in.Command) > 0 {
+		s.Command, s.Args = in.Command[0], in.Command[1:]
+	}
+	if in.Disabled {
+		s.Enabled = new(bool)
+	}
+	for _, kv := range in.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = v
+	}
+	done := "added"
+	_, err := update(env.Home, func(cfg *Config) error {
+		if _, exists := cfg.Servers[in.Name]; exists {
+			if !in.Replace {
+				return op.Errorf(op.KindConflict, "a server named %q is already configured", in.Name).
+					WithHint("pass --replace to replace it, or choose another name")
+			}
+			done = "replaced"
+		}
+		cfg.Servers[in.Name] = s
+		return nil
+	})
+	if err != nil {
+		return Changed{}, err
+	}
+	return Changed{Name: in.Name, Config: s.Redacted(), Done: done}, Reload(ctx, env.Home)
+}
+
+// update is [Update] with errors classified for the CLI.
+func update(home string, change func(*Config) error) (*Config, error) {
+	cfg, err := Update(home, change)
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		return nil, op.Errorf(op.KindInvalid, "%w", err).WithCategory("invalid_config")
+	}
+	return cfg, err
+}
+
+// Remove is servers_rm.
+func Remove(ctx context.Context, env *op.Env, in NameInput) (Changed, error) {
+	_, err := update(env.Home, func(cfg *Config) error {
+		if _, err := lookup(cfg, env.Home, in.Name); err != nil {
+			return err
+		}
+		delete(cfg.Servers, in.Name)
+		return nil
+	})
+	if err != nil {
+		return Changed{}, err
+	}
+	return Changed{Name: in.Name, Done: "removed"}, Reload(ctx, env.Home)
+}
+
+// Enable is servers_enable.
+func Enable(ctx context.Context, env *op.Env, in NameInput) (Changed, error) {
+	return setEnabled(ctx, env, in.Name, true)
+}
+
+// Disable is servers_disable.
+func Disable(ctx context.Context, env *op.Env, in NameInput) (Changed, error) {
+	return setEnabled(ctx, env, in.Name, false)
+}
+
+func setEnabled(ctx context.Context, env *op.Env, name string, on bool) (Changed, error) {
+	var s *Server
+	_, err := update(env.Home, func(cfg *Config) error {
+		var err error
+		if s, err = lookup(cfg, env.Home, name); err != nil {
+			return err
+		}
+		s.Enabled = nil // enabled is the default, so it is not written
+		if !on {
+			s.Enabled = new(bool)
+		}
+		return nil
+	})
+	if err != nil {
+		return Changed{}, err
+	}
+	done := map[bool]string{true: "enabled", false: "disabled"}[on]
+	return Changed{Name: name, Config: s.Redacted(), Done: done}, Reload(ctx, env.Home)
+}
+
+// ImportInput is servers_import's input.
+type ImportInput struct {
+	From string `json:"from" jsonschema:"claude-desktop, claude-code, vscode, cursor, or a file path"`
+}
+
+// ImportOutput reports an import.
+type ImportOutput struct {
+	Files    []string  `json:"files" jsonschema:"the files read"`
+	Imported []string  `json:"imported"`
+	Skipped  []Skipped `json:"skipped"`
+}
+
+// Import is servers_import.
+func Import(ctx context.Context, env *op.Env, in ImportInput) (ImportOutput, error) {
+	found, skipped, files, err := ReadClient(in.From)
+	if err != nil {
+		return ImportOutput{}, err
+	}
+	out := ImportOutput{Files: files, Imported: []string{}, Skipped: skipped}
+	if out.Skipped == nil {
+		out.Skipped = []Skipped{}
+	}
+	_, err = update(env.Home, func(cfg *Config) error {
+		for _, f := range found {
+			if _, exists := cfg.Servers[f.Name]; exists {
+				out.Skipped = append(out.Skipped, Skipped{Name: f.Name, From: f.From, Reason: "already configured in lm"})
+				continue
+			}
+			cfg.Servers[f.Name] = f.Server
+			out.Imported = append(out.Imported, f.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportOutput{}, err
+	}
+	return out, Reload(ctx, env.Home)
+}
+
+// ExportInput is servers_export's input.
+type ExportInput struct {
+	For string `json:"for" jsonschema:"the client: claude-desktop, claude-code, vscode or cursor"`
+	Via string `json:"via,omitempty" jsonschema:"gateway (default: the hub at /mcp) or stdio (lm mcp, lm's own tools only)"`
+	URL string `json:"url,omitempty" jsonschema:"the gateway's MCP URL (default: the running gateway's, else http://127.0.0.1:7437/mcp)"`
+}
+
+// RefineSchema lists the clients.
+func (ExportInput) RefineSchema(s *jsonschema.Schema) {
+	s.Properties["for"].Enum = []any{"claude-desktop", "claude-code", "vscode", "cursor"}
+	s.Properties["via"].Enum = []any{"gateway", "stdio"}
+}
+
+// ExportOutput is a client's configuration file content.
+type ExportOutput struct {
+	MCPServers map[string]any `json:"mcpServers,omitempty"`
+	Servers    map[string]any `json:"servers,omitempty"`
+}
+
+// Export is servers_export.
+func Export(_ context.Context, env *op.Env, in ExportInput) (ExportOutput, error) {
+	u := in.URL
+	if u == "" {
+		u = "http://127.0.0.1:7437/mcp"
+		if st, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok {
+			u = "http://" + st.Addr + "/mcp"
+		}
+	} else if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
+		return ExportOutput{}, op.Errorf(op.KindInvalid, "url %q is not an http URL", u)
+	}
+	lm, err := os.Executable()
+	if err != nil {
+		lm = "lm"
+	}
+	cfg, err := ClientConfig(in.For, in.Via, u, lm)
+	if err != nil {
+		return ExportOutput{}, err
+	}
+	var out ExportOutput
+	if v, ok := cfg["mcpServers"].(map[string]any); ok {
+		out.MCPServers = v
+	}
+	if v, ok := cfg["servers"].(map[string]any); ok {
+		out.Servers = v
+	}
+	return out, nil
+}
+
+// InstallInput is servers_install's input.
+type InstallInput struct {
+	Package   string `json:"package" jsonschema:"an npm package (name, name@version, a tarball or a directory)"`
+	Name      string `json:"name,omitempty" jsonschema:"the server's name (default: from the package name)"`
+	AutoStart bool   `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
+}
+
+// InstallOutput reports an installation.
+type InstallOutput struct {
+	Name    string  `json:"name"`
+	Package string  `json:"package"`
+	Config  *Server `json:"config"`
+}
+
+// InstallOp is servers_install.
+func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput, error) {
+	if in.Name != "" && !NamePattern.MatchString(in.Name) {
+		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
+	}
+	inst, err := Install(ctx, env.Home, in.Package)
+	if err != nil {
+		return InstallOutput{}, err
+	}
+	name := in.Name
+	if name == "" {
+		name = NameFor(inst.Package)
+	}
+	s := &Server{Package: inst.Package, Command: inst.Command, AutoStart: in.AutoStart}
+	_, err = update(env.Home, func(cfg *Config) error {
+		if old, ok := cfg.Servers[name]; ok && old.Package != inst.Package {
+			return op.Errorf(op.KindConflict, "a server named %q is already configured", name).WithHint("pass --name to choose another name")
+		}
+		cfg.Servers[name] = s
+		return nil
+	})
+	if err != nil {
+		return InstallOutput{}, err
+	}
+	return InstallOutput{Name: name, Package: inst.Package, Config: s.Redacted()}, Reload(ctx, env.Home)
+}
+
+// control is servers_start, _stop and _restart: a request to the gateway.
+func control(action string) op.Handler[NameInput, Status] {
+	return func(ctx context.Context, env *op.Env, in NameInput) (Status, error) {
+		var out Status
+		err := NewControl(env.Home).Do(ctx, http.MethodPost, "/servers/"+url.PathEscape(in.Name)+"/"+action, nil, &out)
+		return out, err
+	}
+}
+
+// StatusInput optionally names one server.
+type StatusInput struct {
+	Name string `json:"name,omitempty" jsonschema:"only this server"`
+}
+
+// StatusOutput is the gateway's view of its servers and its cache.
+type StatusOutput struct {
+	Servers []Status   `json:"servers"`
+	Cache   CacheStats `json:"cache"`
+}
+
+// Statuses is servers_status.
+func Statuses(ctx context.Context, env *op.Env, in StatusInput) (StatusOutput, error) {
+	var out StatusOutput
+	if in.Name != "" {
+		var s Status
+		if err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers/"+url.PathEscape(in.Name), nil, &s); err != nil {
+			return out, err
+		}
+		out.Servers = []Status{s}
+		return out, NewControl(env.Home).Do(ctx, http.MethodGet, "/cache", nil, &out.Cache)
+	}
+	err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers", nil, &out)
+	return out, err
+}
+
+// LogPath is where the gateway records a server's stderr.
+func LogPath(home, name string) string { return filepath.Join(home, "servers", name+".log") }
+
+// LogsInput is servers_logs's input.
+type LogsInput struct {
+	Name   string `json:"name"`
+	Lines  int    `json:"lines,omitempty" jsonschema:"how many of the last lines (default 40)"`
+	Follow bool   `json:"follow,omitempty" jsonschema:"print lines as JSON Lines as they are written (CLI)"`
+}
+
+// LogsOutput is the tail of a server's stderr.
+type LogsOutput struct {
+	Name  string   `json:"name"`
+	File  string   `json:"file"`
+	Lines []string `json:"lines"`
+}
+
+// LogLine is one line of a followed log.
+type LogLine struct {
+	Name string `json:"name"`
+	Line string `json:"line"`
+}
+
+// Logs is servers_logs.
+func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
+	cfg, err := loadOp(env.Home)
+	if err != nil {
+		return LogsOutput{}, err
+	}
+	if _, err := lookup(cfg, env.Home, in.Name); err != nil {
+		return LogsOutput{}, err
+	}
+	n := in.Lines
+	if n <= 0 {
+		n = 40
+	}
+	path := LogPath(env.Home, in.Name)
+	lines, end, err := daemon.Tail(path, n)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return LogsOutput{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	out := LogsOutput{Name: in.Name, File: path, Lines: lines}
+	if out.Lines == nil {
+		out.Lines = []string{}
+	}
+	if !in.Follow {
+		return out, nil
+	}
+	if env.Emit == nil {
+		return out, op.Errorf(op.KindInvalid, "follow streams JSON Lines on the CLI only").WithHint("call again with lines instead")
+	}
+	for _, l := range out.Lines {
+		if err := env.Emit(LogLine{Name: in.Name, Line: l}); err != nil {
+			return out, err
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		return out, op.Errorf(op.KindNotFound, "%s has no log yet", in.Name).WithHint("it is written once the gateway starts the server")
+	}
+	w := &lineEmitter{emit: func(l string) error { return env.Emit(LogLine{Name: in.Name, Line: l}) }}
+	// Follow from where the tail ended, so no line is lost or repeated.
+	if err := daemon.Follow(ctx, path, end, w); err != nil && ctx.Err() == nil {
+		return out, err
+	}
+	return out, ctx.Err()
+}
+
+// lineEmitter turns written bytes into one emitted value per line.
+type lineEmitter struct {
+	buf  bytes.Buffer
+	emit func(string) error
+}
+
+func (w *lineEmitter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if err := w.emit(string(w.buf.Next(i + 1)[:i])); err != nil {
+			return 0, err
+		}
+	}
+}

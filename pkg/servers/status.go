@@ -1,0 +1,83 @@
+package servers
+
+import "time"
+
+// States a supervised server is in. Admin state (enabled) is kept apart:
+// a disabled server is "stopped" and says so in Enabled.
+const (
+	Stopped    = "stopped"
+	Starting   = "starting"
+	Installing = "installing" // first start of an npx/uvx server, still downloading
+	Running    = "running"
+	Degraded   = "degraded" // running, but its health probe answers slowly
+	Restarting = "restarting"
+	Failed     = "failed" // gave up: crash loop, or it cannot start
+	Stopping   = "stopping"
+)
+
+// Breaker states, as spec 004 names them.
+const (
+	BreakerClosed   = "CLOSED"
+	BreakerOpen     = "OPEN"
+	BreakerHalfOpen = "HALF_OPEN"
+)
+
+// Status is one server as the running gateway sees it: spec 004's
+// ServerStatus and ProcessInfo, the breaker, and what it serves.
+type Status struct {
+	Name         string      `json:"name"`
+	Description  string      `json:"description,omitempty"`
+	Transport    string      `json:"transport"`
+	Enabled      bool        `json:"enabled"`
+	AutoStart    bool        `json:"auto_start"`
+	State        string      `json:"state" jsonschema:"stopped, starting, installing, running, degraded, restarting, failed or stopping"`
+	Pid          int         `json:"pid,omitempty"`
+	StartedAt    *time.Time  `json:"started_at,omitempty"`
+	RestartCount int         `json:"restart_count"`
+	LastError    string      `json:"last_error,omitempty" jsonschema:"why it last failed, with the tail of its stderr"`
+	LastExit     string      `json:"last_exit,omitempty" jsonschema:"how the process last ended"`
+	NextRetryAt  *time.Time  `json:"next_retry_at,omitempty"`
+	LatencyMS    float64     `json:"latency_ms,omitempty" jsonschema:"the last health probe's round trip"`
+	Tools        int         `json:"tools"`
+	Prompts      int         `json:"prompts"`
+	Resources    int         `json:"resources"`
+	Collisions   []string    `json:"collisions,omitempty" jsonschema:"names not exposed on /mcp because another tool already has them"`
+	Breaker      BreakerInfo `json:"breaker"`
+}
+
+// BreakerInfo is a server's circuit breaker.
+type BreakerInfo struct {
+	State    string     `json:"state" jsonschema:"CLOSED, OPEN or HALF_OPEN"`
+	Failures int        `json:"failures" jsonschema:"consecutive failures"`
+	RetryAt  *time.Time `json:"retry_at,omitempty" jsonschema:"when an OPEN breaker lets a probe call through"`
+}
+
+// Healthy reports whether calls can reach the server.
+func (s Status) Healthy() bool { return s.State == Running || s.State == Degraded }
+
+// CacheStats are the L1 cache's counters.
+type CacheStats struct {
+	Entries   int     `json:"entries"`
+	MaxSize   int     `json:"max_size"`
+	TTLSec    float64 `json:"ttl_seconds"`
+	Hits      uint64  `json:"hits"`
+	Misses    uint64  `json:"misses"`
+	Evictions uint64  `json:"evictions"`
+}
+
+// Activity is one proxied call, for the dashboard's live log.
+type Activity struct {
+	Time       time.Time `json:"time"`
+	Server     string    `json:"server"`
+	Method     string    `json:"method"`
+	Name       string    `json:"name,omitempty" jsonschema:"the tool, prompt or resource"`
+	DurationMS float64   `json:"duration_ms"`
+	Outcome    string    `json:"outcome" jsonschema:"ok, error, cached or rejected"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Health is the gateway's GET /health answer.
+type Health struct {
+	Status  string   `json:"status" jsonschema:"ok when every enabled auto-start server is healthy, else degraded"`
+	Servers []Status `json:"servers"`
+}
