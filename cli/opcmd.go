@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +141,11 @@ func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 // arguments, then stdin), calls the operation and prints its result.
 func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) error {
 	m := o.Info()
+	if !m.Stream && !m.Hidden && os.Getenv("GOGC") == "" {
+		// A one-shot command ends before memory matters: collect less
+		// often. Streams and supervisors run long and keep the default.
+		debug.SetGCPercent(400)
+	}
 	schema := o.InputSchema()
 	printer, err := a.printer(cmd)
 	if err != nil {

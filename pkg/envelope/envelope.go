@@ -8,7 +8,11 @@
 // with failures inside its data (a failed check, an unsupported file).
 package envelope
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"lmtool.dev/lm/pkg/jsonio"
+)
 
 // Result wraps an operation's data in the spec's envelope.
 type Result[T any] struct {
@@ -31,13 +35,40 @@ const bytesPerToken = 4
 
 // OK is an exact answer: confidence 1, no model tokens.
 func OK[T any](data T, bytesRead int64) Result[T] {
-	r := Result[T]{Success: true, Data: &data, Confidence: 1, Recoverable: true, BytesRead: bytesRead}
-	if out, err := json.Marshal(data); err == nil {
-		if saved := (bytesRead - int64(len(out))) / bytesPerToken; saved > 0 {
-			r.TokensSaved = int(saved)
-		}
+	return Result[T]{Success: true, Data: &data, Confidence: 1, Recoverable: true, BytesRead: bytesRead}
+}
+
+// MarshalJSON encodes the envelope, filling tokens_saved from the size of
+// the encoded data: the data is encoded once, here, rather than once to
+// measure it and again to print it (it can be megabytes of matches).
+func (r Result[T]) MarshalJSON() ([]byte, error) {
+	data, err := jsonio.Marshal(r.Data)
+	if err != nil {
+		return nil, err
 	}
-	return r
+	saved := 0
+	if n := (r.BytesRead - int64(len(data))) / bytesPerToken; r.Data != nil && n > 0 {
+		saved = int(n)
+	}
+	return jsonio.Marshal(wire{
+		Success: r.Success, Data: data, Error: r.Error, ErrorCategory: r.ErrorCategory,
+		Recoverable: r.Recoverable, Suggestion: r.Suggestion, Confidence: r.Confidence,
+		TokensUsed: r.TokensUsed, BytesRead: r.BytesRead, TokensSaved: saved,
+	})
+}
+
+// wire is Result as encoded, with the data already in JSON.
+type wire struct {
+	Success       bool            `json:"success"`
+	Data          json.RawMessage `json:"data"`
+	Error         *string         `json:"error"`
+	ErrorCategory *string         `json:"error_category"`
+	Recoverable   bool            `json:"recoverable"`
+	Suggestion    *string         `json:"suggestion"`
+	Confidence    float64         `json:"confidence"`
+	TokensUsed    int             `json:"tokens_used"`
+	BytesRead     int64           `json:"bytes_read"`
+	TokensSaved   int             `json:"tokens_saved"`
 }
 
 // WithExit makes the CLI exit with code while still printing the result

@@ -35,7 +35,7 @@ func dependencies(ctx context.Context, env *op.Env, in Input, root *Root, files 
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
-			content, res, ok := readFile(f.Path, in.MaxFileBytes)
+			content, res, ok := readFile(f.Path, in.MaxFileBytes, nil)
 			if !ok {
 				results[f.Name] = res
 				continue

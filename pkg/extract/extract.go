@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"runtime"
@@ -211,7 +212,15 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	parallel(ctx, len(files), func(i int) {
 		j := &jobs[i]
 		j.file = files[i]
-		content, res, ok := readFile(j.file.Path, in.MaxFileBytes)
+		matching := in.TaskType == "pattern_match"
+		var buf *[]byte
+		if matching {
+			// Matches copy what they keep, so the file's bytes can go
+			// back to the pool: fresh buffers cost page faults and GC.
+			buf = readBuffers.Get().(*[]byte)
+			defer readBuffers.Put(buf)
+		}
+		content, res, ok := readFile(j.file.Path, in.MaxFileBytes, buf)
 		if !ok {
 			j.result, j.done = res, true
 			return
@@ -219,7 +228,7 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 		mu.Lock()
 		read += int64(len(content))
 		mu.Unlock()
-		if in.TaskType == "pattern_match" { // matching costs no more than hashing: never cached
+		if matching { // matching costs no more than hashing: never cached
 			j.result, j.done = matchPatterns(content, in.regexps, in.Patterns, in.MaxMatches), true
 			return
 		}
@@ -278,16 +287,33 @@ func answer(in Input, path string, content []byte) FileResult {
 
 // readFile reads a file unless it is missing, a directory, too large or
 // binary; then it returns the result saying why.
-func readFile(path string, limit int64) ([]byte, FileResult, bool) {
-	st, err := os.Stat(path)
+//
+// With buf, the content is read into *buf (grown as needed) and is only
+// valid until the buffer is reused.
+func readFile(path string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
+	// One open, one fstat, one read: the size check needs no second lookup.
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, failed("file_not_found", err), false
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return nil, failed("file_not_found", err), false
 	}
 	if st.Size() > limit {
 		return nil, failed("too_large", fmt.Errorf("skipped: %d bytes is over the %d-byte limit", st.Size(), limit)), false
 	}
-	content, err := os.ReadFile(path)
-	if err != nil {
+	var content []byte
+	if buf == nil {
+		content = make([]byte, st.Size())
+	} else {
+		if int64(cap(*buf)) < st.Size() {
+			*buf = make([]byte, st.Size())
+		}
+		content = (*buf)[:st.Size()]
+	}
+	if _, err := io.ReadFull(f, content); err != nil {
 		return nil, failed("file_not_found", err), false
 	}
 	if bytes.IndexByte(content[:min(len(content), 8000)], 0) >= 0 {
@@ -295,6 +321,9 @@ func readFile(path string, limit int64) ([]byte, FileResult, bool) {
 	}
 	return content, FileResult{}, true
 }
+
+// readBuffers recycles file buffers across pattern matches.
+var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // parallel runs fn(0..n-1) on one worker per CPU.
 func parallel(ctx context.Context, n int, fn func(i int)) {

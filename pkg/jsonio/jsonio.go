@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+	"golang.org/x/sys/unix"
 )
 
 // jqTimeout bounds one filter run: jq programs can loop forever.
@@ -50,14 +51,16 @@ func NewPrinter(w io.Writer, jq string, raw, pretty bool) (*Printer, error) {
 	return p, nil
 }
 
-// IsTerminal reports whether f is a character device (a terminal).
+// IsTerminal reports whether f is a terminal. A character device is not
+// enough: /dev/null is one too, and a command run with </dev/null or
+// >/dev/null must not be taken for a person at a terminal.
 func IsTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	if !ok {
 		return false
 	}
-	fi, err := file.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(file.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Document prints v as one JSON document (or the filter's outputs).
