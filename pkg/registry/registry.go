@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/gitx"
@@ -34,6 +35,7 @@ var Groups = []Group{
 	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
 	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
+	{"servers", "Install, supervise and talk to MCP servers"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -52,6 +54,7 @@ func All() []op.Operation {
 		gitx.Ops(),
 		extract.Ops(),
 		verify.Ops(),
+		agent.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
