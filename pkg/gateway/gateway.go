@@ -117,6 +117,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.Handle("/mcp", s.authorized(streamable))
 	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
+	s.spec002Routes(mux)
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))
