@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -84,6 +85,9 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// quiet silences the transports' own logs; the session reports states.
+var quiet = slog.New(slog.DiscardHandler)
 
 // Session is a live connection to one server. Its calls reconnect an HTTP
 // or SSE target whose connection dropped; a stdio child that died is
@@ -201,9 +205,9 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 				return child, nil
 			}))
 	case "streamable-http":
-		t, err = transport.NewStreamableHTTP(s.target.URL, transport.WithHTTPHeaders(s.target.Headers))
+		t, err = transport.NewStreamableHTTP(s.target.URL, transport.WithHTTPHeaders(s.target.Headers), transport.WithHTTPLogger(quiet))
 	case "sse":
-		t, err = transport.NewSSE(s.target.URL, transport.WithHeaders(s.target.Headers))
+		t, err = transport.NewSSE(s.target.URL, transport.WithHeaders(s.target.Headers), transport.WithSSELogger(quiet))
 	}
 	if err != nil {
 		return err
@@ -355,14 +359,23 @@ func always(error) bool { return true }
 // server's own JSON-RPC errors.
 func connectionLost(err error) bool {
 	var te *transport.Error
-	return errors.As(err, &te) || errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, io.EOF) ||
+	return errors.As(err, &te) || errors.Is(err, io.EOF) || sessionUnknown(err) ||
 		strings.Contains(err.Error(), "transport closed")
 }
 
+// sessionUnknown reports a server that no longer knows our session: the
+// spec's 404, or (as the TypeScript SDK answers after a restart) a 400 with
+// a JSON-RPC error about the session id.
+func sessionUnknown(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return errors.Is(err, transport.ErrSessionTerminated) ||
+		strings.Contains(msg, "no valid session") || strings.Contains(msg, "session not found")
+}
+
 // undelivered reports a failure that proves the request never reached the
-// server, so running it again cannot run it twice.
+// tool, so running it again cannot run it twice.
 func undelivered(err error) bool {
-	return refused(err) || errors.Is(err, transport.ErrSessionTerminated)
+	return refused(err) || sessionUnknown(err)
 }
 
 func refused(err error) bool {
