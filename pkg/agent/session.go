@@ -130,11 +130,16 @@ func (s *Session) Close() {
 	s.stop()
 }
 
-// closeLocked drops the client. Its error is not reported: how a server we
-// are leaving exits says nothing about the work already done.
+// closeLocked drops the client. A stdio child's group gets SIGTERM at once
+// rather than after mcp-go's two-second grace for a closed stdin, and
+// SIGKILL once the client is closed. Errors are not reported: how a server
+// we are leaving exits says nothing about the work already done.
 func (s *Session) closeLocked() {
 	if s.client == nil {
 		return
+	}
+	if s.child != nil && s.child.Process != nil {
+		syscall.Kill(-s.child.Process.Pid, syscall.SIGTERM)
 	}
 	s.client.Close()
 	if s.child != nil && s.child.Process != nil {
