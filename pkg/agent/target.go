@@ -75,9 +75,6 @@ type TargetInput struct {
 	Command []string `json:"command,omitempty" jsonschema:"a stdio server: the program and its arguments (on the command line, the words after --)"`
 }
 
-// given reports whether the input names any target.
-func (in TargetInput) given() bool { return in.Server != "" || in.URL != "" || len(in.Command) > 0 }
-
 // resolve turns the input into a target. A stdio command starts a program,
 // so only a person at lm's command line may give one.
 func (in TargetInput) resolve(ctx context.Context, env *op.Env) (Target, error) {
