@@ -42,6 +42,7 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	a := &app{streams: s, started: time.Now()}
 	root := a.root()
 	args = multiCall(args, root)
+	a.args = args
 	a.prepare(args[1:])
 	err := root.Run(ctx, args)
 	return a.exit(ctx, root, err)
@@ -66,6 +67,7 @@ type app struct {
 	started time.Time
 	ops     []op.Operation
 	leaves  []leaf
+	args    []string // the command line, for the words after "--"
 }
 
 // usageError is a malformed command line.
@@ -156,11 +158,12 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 		home = filepath.Dir(path)
 	}
 	return &op.Env{
-		Store:   store.New(path, cmd.Duration("lock-timeout")),
-		Home:    home,
-		Stderr:  a.streams.Err,
-		Now:     time.Now,
-		Started: a.started,
+		Store:       store.New(path, cmd.Duration("lock-timeout")),
+		Home:        home,
+		Stderr:      a.streams.Err,
+		Now:         time.Now,
+		Started:     a.started,
+		CommandLine: true,
 	}, nil
 }
 

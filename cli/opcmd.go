@@ -164,7 +164,15 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		}
 		in[name] = cmd.Value(fn)
 	}
-	if err := bindArgs(cmd, m, schema, in); err != nil {
+	positional := cmd.Args().Slice()
+	if m.Trailing != "" {
+		var trailing []string
+		positional, trailing = a.splitTrailing(positional)
+		if len(trailing) > 0 {
+			in[m.Trailing] = trailing
+		}
+	}
+	if err := bindArgs(cmd, m, schema, positional, in); err != nil {
 		return err
 	}
 	if m.Lines != "" && cmd.Bool("jsonl") {
@@ -206,9 +214,23 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 	return nil
 }
 
+// splitTrailing separates the words after the command line's first "--"
+// from the positional arguments before it. urfave/cli drops the "--" itself,
+// so the trailing words are recognised as the arguments' tail.
+func (a *app) splitTrailing(args []string) (positional, trailing []string) {
+	i := slices.Index(a.args, "--")
+	if i < 0 {
+		return args, nil
+	}
+	trailing = a.args[i+1:]
+	if len(trailing) > len(args) || !slices.Equal(args[len(args)-len(trailing):], trailing) {
+		return args, nil
+	}
+	return args[:len(args)-len(trailing)], trailing
+}
+
 // bindArgs maps positional arguments onto input fields.
-func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, in map[string]any) error {
-	args := cmd.Args().Slice()
+func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, args []string, in map[string]any) error {
 	for i, field := range m.Args {
 		if i >= len(args) {
 			break
@@ -300,6 +322,9 @@ func argsUsage(m op.Meta, schema *jsonschema.Schema) string {
 			name = "[" + name + "]"
 		}
 		parts = append(parts, name)
+	}
+	if m.Trailing != "" {
+		parts = append(parts, "[-- "+strings.ToUpper(m.Trailing)+"...]")
 	}
 	return strings.Join(parts, " ")
 }

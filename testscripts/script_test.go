@@ -3,6 +3,7 @@
 package testscripts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +14,22 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/npmtest"
 )
+
+// condition answers [everything]: whether server-everything (from npm) can
+// run. Without node the scripts that need it skip, unless LM_REQUIRE_NODE
+// makes that a failure.
+func condition(cond string) (bool, error) {
+	if cond != "everything" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	_, err := npmtest.Bin("mcp-server-everything")
+	if err != nil && npmtest.Required() {
+		return false, err
+	}
+	return err == nil, nil
+}
 
 func TestMain(m *testing.M) {
 	lm := func() { os.Exit(cli.Main()) }
@@ -32,15 +48,16 @@ func TestScripts(t *testing.T) {
 			home := filepath.Join(e.WorkDir, ".lm")
 			e.Setenv("LM_HOME", home)
 			e.Defer(func() { stopLeftoverGateway(home) })
-			// MCP servers from npm for the hub's scripts (npm ci --prefix testdata/node).
-			nodeBin, err := filepath.Abs(filepath.Join("..", "testdata", "node", "node_modules", ".bin"))
-			if err != nil {
-				return err
+			// MCP servers from npm (testdata/node), for the hub's and the
+			// client's scripts.
+			if bin, err := npmtest.Bin("mcp-server-everything"); err == nil {
+				e.Setenv("EVERYTHING", bin)
+				e.Setenv("NODE_SERVERS", filepath.Dir(bin))
 			}
-			e.Setenv("NODE_SERVERS", nodeBin)
 			return nil
 		},
-		Cmds: commands,
+		Condition: condition,
+		Cmds:      commands,
 	})
 }
 

@@ -73,7 +73,8 @@ func shot(t *testing.T, ctx context.Context, name string) {
 func waitText(t *testing.T, ctx context.Context, sel string, ok func(string) bool, what string) string {
 	t.Helper()
 	var text string
-	for range 200 {
+	// Generous: a loaded CI machine runs several test binaries at once.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		var err error
 		if text, err = chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+quote(sel)+`)||{}).textContent||""`)); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -132,6 +133,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
 		mux.Handle(p, hubRoutes)
 	}
+	s.spec002Routes(mux)
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))
@@ -153,7 +155,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext: func(net.Listener) context.Context { return baseCtx },
 		ErrorLog:    slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
 	}
-	go s.hub.run(baseCtx)
+	// The event reader reads the store: it must be done before Serve
+	// returns, or it could recreate a store its caller is removing.
+	var background sync.WaitGroup
+	background.Add(1)
+	go func() { defer background.Done(); s.hub.run(baseCtx) }()
+	defer func() { cancelStreams(); background.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {
 		return err

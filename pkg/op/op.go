@@ -50,6 +50,10 @@ type Meta struct {
 	// last may name a []string field, which takes the remaining arguments;
 	// a string field given several words joins them with spaces.
 	Args []string
+	// Trailing names a []string field that takes the CLI words after "--"
+	// (`lm servers call TOOL -- npx -y server`), so they can follow
+	// positional arguments without being mistaken for them.
+	Trailing string
 	// Aliases gives input fields extra CLI flag names ("agent_id" →
 	// {"agent"} adds --agent beside --agent-id).
 	Aliases map[string][]string
@@ -89,6 +93,11 @@ type Env struct {
 	Started time.Time
 	// Client is the name the MCP client gave in initialize ("" on the CLI).
 	Client string
+	// CommandLine is true when a person invoked the operation from lm's
+	// command line. Operations that would start arbitrary programs or ask
+	// questions on the terminal do so only then; MCP and HTTP callers leave
+	// it false.
+	CommandLine bool
 	// Progress reports progress of long work when the caller asked for it
 	// (MCP progress tokens); it may be nil.
 	Progress func(progress, total float64, message string)

@@ -3,12 +3,14 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
+	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/generate"
@@ -37,7 +39,7 @@ var Groups = []Group{
 	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
 	{"generate", "Fill templates with variables, strictly (local_generate)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
-	{"servers", "Configure, install and control the MCP servers the gateway supervises and proxies"},
+	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
 }
 
 // Commands are the operations that are top-level commands, not groups.
@@ -46,6 +48,7 @@ var Commands = []string{"version"}
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
+	agent.Lookup = configuredServer
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -58,6 +61,7 @@ func All() []op.Operation {
 		verify.Ops(),
 		generate.Ops(),
 		servers.Ops(),
+		agent.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
@@ -100,4 +104,22 @@ func known(group string) bool {
 		}
 	}
 	return false
+}
+
+// configuredServer lets the MCP client (pkg/agent) reach a server configured
+// for the hub (pkg/servers) by its name: the two domains meet only here.
+func configuredServer(_ context.Context, env *op.Env, name string) (agent.Target, error) {
+	s, err := servers.Find(env.Home, name)
+	if err != nil {
+		return agent.Target{}, err
+	}
+	t := agent.Target{Name: name, URL: s.URL, Headers: s.Headers}
+	if s.URL == "" {
+		t.Command = append([]string{s.Command}, s.Args...)
+		for k, v := range s.Env {
+			t.Env = append(t.Env, k+"="+v)
+		}
+		sort.Strings(t.Env)
+	}
+	return t, nil
 }

@@ -180,6 +180,27 @@ func loadOp(home string) (*Config, error) {
 	return cfg, err
 }
 
+// Find returns the configured server named name with its ${env:NAME}
+// references resolved, for clients that start or reach it themselves.
+func Find(home, name string) (*Server, error) {
+	cfg, err := loadOp(home)
+	if err != nil {
+		return nil, err
+	}
+	s, err := lookup(cfg, home, name)
+	if err != nil {
+		return nil, err
+	}
+	if !s.IsEnabled() {
+		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
+	}
+	r, err := s.Resolved(os.LookupEnv)
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
+	}
+	return r, nil
+}
+
 func lookup(cfg *Config, home, name string) (*Server, error) {
 	s, ok := cfg.Servers[name]
 	if !ok {

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,25 +17,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/servers"
 )
 
-// nodeServer is the path of an MCP server installed from npm into
-// testdata/node (npm ci --prefix testdata/node). Without node the test is
-// skipped, unless LM_REQUIRE_NODE is set, as it is in CI.
+// nodeServer is the path of an MCP server from npm (testdata/node). Without
+// node the test is skipped, unless LM_REQUIRE_NODE is set, as it is in CI.
 func nodeServer(t *testing.T, bin string) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil && os.Getenv("LM_REQUIRE_NODE") == "" {
-		t.Skip("node is not installed (set LM_REQUIRE_NODE=1 to make this a failure)")
-	}
-	path, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "node", "node_modules", ".bin", bin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is not installed: run npm ci --prefix testdata/node (%v)", bin, err)
-	}
-	return path
+	return npmtest.Skip(t, bin)
 }
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with

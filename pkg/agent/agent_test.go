@@ -1,0 +1,302 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/pkg/agent"
+	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
+)
+
+// everything is server-everything's executable; the test skips only when
+// it cannot be installed and LM_REQUIRE_NODE is not set.
+func everything(t *testing.T) string {
+	t.Helper()
+	return npmtest.Skip(t, "mcp-server-everything")
+}
+
+// syncBuffer collects state lines written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t *testing.T, commandLine bool) *op.Env {
+	path := filepath.Join(t.TempDir(), "lm.db")
+	return &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, CommandLine: commandLine}
+}
+
+// httpServer runs server-everything in streamable HTTP mode on port and
+// returns a function that kills it.
+func httpServer(t *testing.T, bin string, port int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	for i := 0; i < 200; i++ { // up to 10 s for node to listen
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return stop
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server-everything did not listen on port %d", port)
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// call runs an operation by tool name with a JSON input.
+func call(t *testing.T, env *op.Env, tool, input string) (any, error) {
+	t.Helper()
+	for _, o := range agent.Ops() {
+		if o.Info().Name == tool {
+			return o.Call(context.Background(), env, json.RawMessage(input))
+		}
+	}
+	t.Fatalf("no operation %s", tool)
+	return nil, nil
+}
+
+func jsonOf(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+func TestOverStdioAndHTTP(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	httpServer(t, bin, port)
+	targets := map[string]string{
+		"stdio": fmt.Sprintf(`"command":[%q]`, bin),
+		"http":  fmt.Sprintf(`"url":"http://127.0.0.1:%d/mcp"`, port),
+	}
+	for name, target := range targets {
+		t.Run(name, func(t *testing.T) {
+			env := newEnv(t, true)
+			for _, tc := range []struct{ tool, input, want string }{
+				{"servers_info", `{` + target + `}`, `"name":"mcp-servers/everything"`},
+				{"servers_tools", `{` + target + `}`, `"name":"get-sum"`},
+				{"servers_resources", `{` + target + `}`, `"templates":[{`},
+				{"servers_prompts", `{` + target + `}`, `"prompts":[{`},
+				{"servers_ping", `{` + target + `}`, `"ok":true`},
+				{"servers_call", `{` + target + `,"tool":"echo","arguments":{"message":"hi"}}`, `Echo: hi`},
+				{"servers_call", `{` + target + `,"tool":"get-sum","arg":["a=1","b=2"]}`, `The sum of 1 and 2 is 3.`},
+				{"servers_call", `{` + target + `,"tool":"get-structured-content","json":"{\"location\":\"Chicago\"}"}`, `"result":{"conditions"`},
+			} {
+				out, err := call(t, env, tc.tool, tc.input)
+				if err != nil || !strings.Contains(jsonOf(out), tc.want) {
+					t.Errorf("%s %s: %v %s, want %s", tc.tool, tc.input, err, jsonOf(out), tc.want)
+				}
+			}
+			if name == "http" {
+				out, _ := call(t, env, "servers_info", `{`+target+`}`)
+				if tr := out.(agent.InfoOutput).Transport; tr != "streamable-http" {
+					t.Errorf("transport %q", tr)
+				}
+			}
+			hist, err := call(t, env, "servers_history", `{}`)
+			if err != nil || len(hist.(agent.HistoryOutput).Items) != 3 || hist.(agent.HistoryOutput).Items[0].Approval != agent.Approved {
+				t.Errorf("history after three calls: %v %s", err, jsonOf(hist))
+			}
+		})
+	}
+}
+
+func TestCallErrors(t *testing.T) {
+	bin := everything(t)
+	env := newEnv(t, true)
+	target := fmt.Sprintf(`"command":[%q]`, bin)
+	for _, tc := range []struct {
+		input string
+		kind  op.Kind
+		msg   string
+	}{
+		{`{` + target + `,"tool":"get-sum","arguments":{"a":1}}`, op.KindInvalid, `missing required argument "b" (number: Second number)`},
+		{`{` + target + `,"tool":"get-sum","arguments":{"a":"one","b":2}}`, op.KindInvalid, `argument "a" must be number, got string`},
+		{`{` + target + `,"tool":"get-sum","arg":["a=one"]}`, op.KindInvalid, `--arg a: "one" is not a number`},
+		{`{` + target + `,"tool":"get-structured-content","arguments":{"location":"Paris"}}`, op.KindInvalid, `location`},
+		{`{` + target + `,"tool":"get-sum","json":"[1]"}`, op.KindInvalid, `not a JSON object`},
+		{`{` + target + `,"tool":"nope"}`, op.KindNotFound, `has no tool "nope"`},
+		{`{` + target + `,"tool":"gzip-file-as-resource","arguments":{"name":"x","data":"ftp://x"}}`, op.KindInternal, `Unsupported URL protocol`},
+		{`{"tool":"echo"}`, op.KindInvalid, `no server given`},
+		{`{"server":"mine","tool":"echo"}`, op.KindNotFound, `no configured server named "mine"; use --url or -- CMD`},
+		{`{"url":"ftp://x","tool":"echo"}`, op.KindInvalid, `not an http or https URL`},
+		{`{"url":"http://127.0.0.1:1/mcp","header":["Bad Name: x"],"tool":"echo"}`, op.KindInvalid, `header name`},
+		{`{"url":"http://127.0.0.1:1/mcp","tool":"echo"}`, op.KindUnavailable, `cannot connect`},
+	} {
+		_, err := call(t, env, "servers_call", tc.input)
+		if err == nil || op.KindOf(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: got %v (kind %d), want kind %d with %q", tc.input, err, op.KindOf(err), tc.kind, tc.msg)
+		}
+	}
+	// only the tool error ran, so only it is in the history
+	hist, _ := call(t, env, "servers_history", `{}`)
+	if items := hist.(agent.HistoryOutput).Items; len(items) != 1 || items[0].Outcome != agent.OutcomeToolError {
+		t.Errorf("history: %s", jsonOf(hist))
+	}
+	// over MCP or HTTP a stdio command is refused before anything starts
+	if _, err := call(t, newEnv(t, false), "servers_call", `{`+target+`,"tool":"echo"}`); op.KindOf(err) != op.KindDenied {
+		t.Errorf("stdio command from an agent: %v", err)
+	}
+}
+
+func TestReconnectsAfterTheServerRestarts(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	stop := httpServer(t, bin, port)
+	status := &syncBuffer{}
+	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tool, err := s.Tool(context.Background(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	httpServer(t, bin, port) // a new process: the old session id is unknown to it
+	res, err := s.CallTool(context.Background(), tool, map[string]any{"message": "again"})
+	if err != nil || !strings.Contains(jsonOf(res), "Echo: again") {
+		t.Fatalf("call after restart: %v %s\nstates:\n%s", err, jsonOf(res), status)
+	}
+	for _, want := range []string{": connecting\n", ": connected: ", ": disconnected: ", "attempt 1 of 5"} {
+		if !strings.Contains(status.String(), want) {
+			t.Errorf("state lines lack %q:\n%s", want, status)
+		}
+	}
+}
+
+func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	stop := httpServer(t, bin, port)
+	status := &syncBuffer{}
+	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Attempts: 3, Heartbeat: 50 * time.Millisecond, Status: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = s.Heartbeat(ctx)
+	if err == nil || op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "gave up reconnecting") || !strings.Contains(err.Error(), "after 3 attempts") {
+		t.Fatalf("heartbeat on a dead server: %v\nstates:\n%s", err, status)
+	}
+	if n := strings.Count(status.String(), ": error: "); n != 3 {
+		t.Errorf("%d error lines for 3 attempts:\n%s", n, status)
+	}
+}
+
+func TestFavouritesAndRerun(t *testing.T) {
+	bin := everything(t)
+	env := newEnv(t, true)
+	target := fmt.Sprintf(`"command":[%q]`, bin)
+	if _, err := call(t, env, "servers_fav_add", `{"name":"hi",`+target+`,"tool":"echo","json":"{\"message\":\"fav\"}"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, env, "servers_fav_add", `{"name":"hi",`+target+`,"tool":"echo","json":"{\"message\":\"x\"}"}`); op.KindOf(err) != op.KindConflict {
+		t.Errorf("a second favourite of the same name: %v", err)
+	}
+	if _, err := call(t, env, "servers_fav_add", `{"name":"bad",`+target+`,"tool":"get-sum","json":"{}"}`); op.KindOf(err) != op.KindInvalid {
+		t.Errorf("a favourite that cannot run: %v", err)
+	}
+	out, err := call(t, env, "servers_fav_run", `{"name":"hi"}`)
+	if err != nil || !strings.Contains(jsonOf(out), "Echo: fav") {
+		t.Fatalf("fav run: %v %s", err, jsonOf(out))
+	}
+	id := out.(agent.CallOutput).HistoryID
+	if out, err := call(t, env, "servers_history_rerun", `{"id":"`+id+`"}`); err != nil || !strings.Contains(jsonOf(out), "Echo: fav") {
+		t.Errorf("rerun: %v %s", err, jsonOf(out))
+	}
+	if _, err := call(t, newEnv(t, false), "servers_fav_run", `{"name":"hi"}`); op.KindOf(err) != op.KindNotFound {
+		t.Errorf("fav run in another store: %v", err)
+	}
+	agentEnv := *env
+	agentEnv.CommandLine = false
+	if _, err := call(t, &agentEnv, "servers_fav_run", `{"name":"hi"}`); op.KindOf(err) != op.KindDenied {
+		t.Errorf("a stdio favourite run by an agent: %v", err)
+	}
+	if _, err := call(t, env, "servers_fav_rm", `{"name":"hi"}`); err != nil {
+		t.Error(err)
+	}
+	if _, err := call(t, env, "servers_fav_rm", `{"name":"hi"}`); op.KindOf(err) != op.KindNotFound {
+		t.Errorf("removing it twice: %v", err)
+	}
+}
+
+func TestSequenceStopsAtTheFailingStep(t *testing.T) {
+	bin := everything(t)
+	env := newEnv(t, true)
+	var stderr bytes.Buffer
+	env.Stderr = &stderr
+	file := filepath.Join(t.TempDir(), "seq.json")
+	os.WriteFile(file, []byte(`{"steps": [
+		{"name": "sum", "tool": "get-sum", "arguments": {"a": 1, "b": 2}},
+		{"name": "say", "tool": "echo", "jq": {"message": "\"got \" + .sum[0].text"}},
+		{"name": "bad", "tool": "get-sum", "arguments": {"b": 1}, "jq": {"a": ".say[0].text"}},
+		{"name": "never", "tool": "echo", "arguments": {"message": "not reached"}}
+	]}`), 0o600)
+	out, err := call(t, env, "servers_sequence", fmt.Sprintf(`{"file":%q,"command":[%q]}`, file, bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := out.(agent.SequenceOutput)
+	if seq.OK || seq.FailedStep != 3 || len(seq.Steps) != 3 || seq.ExitCode() != 2 {
+		t.Fatalf("sequence: %s", jsonOf(seq))
+	}
+	if got := jsonOf(seq.Steps[1].Result); !strings.Contains(got, "Echo: got The sum of 1 and 2 is 3.") {
+		t.Errorf("step 2's jq argument: %s", got)
+	}
+	if !strings.Contains(stderr.String(), `step 3 (bad) failed: tool get-sum: argument "a" must be number, got string`) {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+}

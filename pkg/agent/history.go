@@ -1,0 +1,180 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+var (
+	historyBucket   = []byte("agent.history")
+	favouriteBucket = []byte("agent.favourites")
+)
+
+// Approval says who let a call run: "approved" when a person ran it from
+// the command line, "auto" when an agent or a program did.
+const (
+	Approved = "approved"
+	Auto     = "auto"
+)
+
+// Outcomes of a recorded call.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool_error"
+	OutcomeFailed    = "failed"
+)
+
+// summaryLimit bounds the result text kept in history.
+const summaryLimit = 300
+
+// Record is one executed call in the history.
+type Record struct {
+	ID         string         `json:"id"`
+	Time       time.Time      `json:"time"`
+	Target     Target         `json:"target"`
+	Tool       string         `json:"tool"`
+	Arguments  map[string]any `json:"arguments"`
+	Approval   string         `json:"approval" jsonschema:"approved (a person ran it) or auto"`
+	DurationMS int64          `json:"duration_ms"`
+	Outcome    string         `json:"outcome" jsonschema:"ok, tool_error or failed"`
+	Summary    string         `json:"summary,omitempty" jsonschema:"the start of the result's text, or the error"`
+}
+
+// record stores an executed call; the target is stored without its token.
+func record(ctx context.Context, env *op.Env, r Record) (Record, error) {
+	r.ID = "h_" + ulid.Make().String()
+	r.Target = r.Target.withoutSecrets()
+	if r.Arguments == nil {
+		r.Arguments = map[string]any{}
+	}
+	if len(r.Summary) > summaryLimit {
+		r.Summary = r.Summary[:summaryLimit] + "…"
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return r, err
+	}
+	err = env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(historyBucket)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(r.ID), data)
+	})
+	return r, err
+}
+
+// history returns the recorded calls, oldest first; a filter may drop some.
+func history(ctx context.Context, env *op.Env, keep func(Record) bool) ([]Record, error) {
+	out := []Record{}
+	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(historyBucket)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var r Record
+			if json.Unmarshal(v, &r) == nil && keep(r) {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+func historyRecord(ctx context.Context, env *op.Env, id string) (Record, error) {
+	var r Record
+	found := false
+	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		if b := tx.Bucket(historyBucket); b != nil {
+			if v := b.Get([]byte(id)); v != nil {
+				found = true
+				return json.Unmarshal(v, &r)
+			}
+		}
+		return nil
+	})
+	if err == nil && !found {
+		err = op.Errorf(op.KindNotFound, "no call %q in the history", id).WithHint("lm servers history lists the calls")
+	}
+	return r, err
+}
+
+// Favourite is a named call kept for reuse.
+type Favourite struct {
+	Name      string         `json:"name"`
+	Target    Target         `json:"target"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+	Created   time.Time      `json:"created"`
+}
+
+func putFavourite(ctx context.Context, env *op.Env, f Favourite) error {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(favouriteBucket)
+		if err != nil {
+			return err
+		}
+		if b.Get([]byte(f.Name)) != nil {
+			return op.Errorf(op.KindConflict, "a favourite named %q exists", f.Name).WithHint("remove it first with lm servers fav rm %s", f.Name)
+		}
+		return b.Put([]byte(f.Name), data)
+	})
+}
+
+func favourites(ctx context.Context, env *op.Env) ([]Favourite, error) {
+	out := []Favourite{}
+	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(favouriteBucket)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(_, v []byte) error {
+			var f Favourite
+			if json.Unmarshal(v, &f) == nil {
+				out = append(out, f)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+func favourite(ctx context.Context, env *op.Env, name string) (Favourite, error) {
+	var f Favourite
+	found := false
+	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
+		if b := tx.Bucket(favouriteBucket); b != nil {
+			if v := b.Get([]byte(name)); v != nil {
+				found = true
+				return json.Unmarshal(v, &f)
+			}
+		}
+		return nil
+	})
+	if err == nil && !found {
+		err = op.Errorf(op.KindNotFound, "no favourite named %q", name).WithHint("lm servers fav list shows them")
+	}
+	return f, err
+}
+
+func removeFavourite(ctx context.Context, env *op.Env, name string) error {
+	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(favouriteBucket)
+		if b == nil || b.Get([]byte(name)) == nil {
+			return op.Errorf(op.KindNotFound, "no favourite named %q", name).WithHint("lm servers fav list shows them")
+		}
+		return b.Delete([]byte(name))
+	})
+}

@@ -1,0 +1,388 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/op"
+)
+
+// The connection states reported on stderr.
+const (
+	StateConnecting   = "connecting"
+	StateConnected    = "connected"
+	StateDisconnected = "disconnected"
+	StateError        = "error"
+)
+
+// Options tune a session. Zero values take the defaults, which
+// OptionsFromEnv lets the environment override (tests shorten them).
+type Options struct {
+	// Backoff is the first reconnect delay; each further attempt doubles
+	// it (1, 2, 4, 8, 16 s by default).
+	Backoff time.Duration
+	// Attempts is how many reconnects are tried before giving up.
+	Attempts int
+	// Heartbeat is the ping interval of long sessions.
+	Heartbeat time.Duration
+	// ConnectTimeout bounds one connection attempt, handshake included;
+	// npx may have to download a server first.
+	ConnectTimeout time.Duration
+	// Status receives the state lines ("lm: server X: connected").
+	Status io.Writer
+}
+
+// Defaults.
+const (
+	DefaultBackoff        = time.Second
+	DefaultAttempts       = 5
+	DefaultHeartbeat      = 30 * time.Second
+	DefaultConnectTimeout = 60 * time.Second
+)
+
+// OptionsFromEnv reads LM_RECONNECT_BACKOFF and LM_HEARTBEAT (Go
+// durations) over the defaults.
+func OptionsFromEnv(status io.Writer) Options {
+	o := Options{Status: status}
+	if d, err := time.ParseDuration(os.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
+		o.Backoff = d
+	}
+	if d, err := time.ParseDuration(os.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
+		o.Heartbeat = d
+	}
+	return o.withDefaults()
+}
+
+func (o Options) withDefaults() Options {
+	if o.Backoff <= 0 {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Status == nil {
+		o.Status = io.Discard
+	}
+	return o
+}
+
+// quiet silences the transports' own logs; the session reports states.
+var quiet = slog.New(slog.DiscardHandler)
+
+// Session is a live connection to one server. Its calls reconnect an HTTP
+// or SSE target whose connection dropped; a stdio child that died is
+// reported, not restarted.
+type Session struct {
+	target Target
+	opts   Options
+	// life bounds the session; a stdio child is bound to it, so it must
+	// outlive every call (mcp-go kills the child when Start's context ends).
+	life context.Context
+	stop context.CancelFunc
+
+	redial    sync.Mutex // held while reconnecting
+	mu        sync.Mutex // guards the fields below
+	client    *client.Client
+	init      *mcp.InitializeResult
+	transport string
+	child     *exec.Cmd
+}
+
+// Connect opens a session to target.
+func Connect(ctx context.Context, target Target, opts Options) (*Session, error) {
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Session{target: target, opts: opts.withDefaults(), life: life, stop: stop}
+	s.state(StateConnecting, "")
+	if err := s.connect(ctx); err != nil {
+		s.state(StateError, err.Error())
+		stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close ends the session and, for stdio, the child's whole process group
+// (npx starts node as a grandchild).
+func (s *Session) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeLocked()
+	s.stop()
+}
+
+// closeLocked drops the client. A stdio child's group gets SIGTERM at once
+// rather than after mcp-go's two-second grace for a closed stdin, and
+// SIGKILL once the client is closed. Errors are not reported: how a server
+// we are leaving exits says nothing about the work already done.
+func (s *Session) closeLocked() {
+	if s.client == nil {
+		return
+	}
+	if s.child != nil && s.child.Process != nil {
+		syscall.Kill(-s.child.Process.Pid, syscall.SIGTERM)
+	}
+	s.client.Close()
+	if s.child != nil && s.child.Process != nil {
+		syscall.Kill(-s.child.Process.Pid, syscall.SIGKILL)
+	}
+	s.client, s.child = nil, nil
+}
+
+// Initialized is the server's answer to the handshake.
+func (s *Session) Initialized() *mcp.InitializeResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.init
+}
+
+// Transport names how the session talks: stdio, streamable-http or sse.
+func (s *Session) Transport() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.transport
+}
+
+func (s *Session) state(state, detail string) {
+	line := fmt.Sprintf("lm: server %s: %s", s.target, state)
+	if detail != "" {
+		line += ": " + detail
+	}
+	fmt.Fprintln(s.opts.Status, line)
+}
+
+// connect dials the target and runs the handshake. A URL is tried as
+// streamable HTTP first and as SSE if that fails for any reason other than
+// the host refusing the connection.
+func (s *Session) connect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	var err error
+	if s.target.stdio() {
+		err = s.dial(ctx, "stdio")
+	} else if err = s.dial(ctx, "streamable-http"); err != nil && !refused(err) && ctx.Err() == nil {
+		if sseErr := s.dial(ctx, "sse"); sseErr == nil {
+			err = nil
+		} else {
+			err = fmt.Errorf("%w (as SSE: %v)", err, sseErr)
+		}
+	}
+	if err != nil {
+		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, err).
+			WithHint("check that the server runs and speaks MCP; a stdio server must write only JSON-RPC on stdout")
+	}
+	s.state(StateConnected, fmt.Sprintf("%s %s over %s, protocol %s", s.init.ServerInfo.Name, s.init.ServerInfo.Version, s.transport, s.init.ProtocolVersion))
+	return nil
+}
+
+func (s *Session) dial(ctx context.Context, kind string) error {
+	var (
+		t     transport.Interface
+		child *exec.Cmd
+		err   error
+	)
+	switch kind {
+	case "stdio":
+		t = transport.NewStdioWithOptions(s.target.Command[0], s.target.Env, s.target.Command[1:],
+			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+				child = exec.CommandContext(ctx, command, args...)
+				child.Env = append(os.Environ(), env...)
+				child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				return child, nil
+			}))
+	case "streamable-http":
+		t, err = transport.NewStreamableHTTP(s.target.URL, transport.WithHTTPHeaders(s.target.Headers), transport.WithHTTPLogger(quiet))
+	case "sse":
+		t, err = transport.NewSSE(s.target.URL, transport.WithHeaders(s.target.Headers), transport.WithSSELogger(quiet))
+	}
+	if err != nil {
+		return err
+	}
+	c := client.NewClient(t)
+	if err := c.Start(s.life); err != nil {
+		c.Close()
+		return s.withStderr(c, err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "lm", Version: buildinfo.Version()}
+	init, err := c.Initialize(ctx, req)
+	if err != nil {
+		err = s.withStderr(c, err)
+		c.Close()
+		if child != nil && child.Process != nil {
+			syscall.Kill(-child.Process.Pid, syscall.SIGKILL)
+		}
+		return err
+	}
+	s.mu.Lock()
+	s.client, s.init, s.transport, s.child = c, init, kind, child
+	s.mu.Unlock()
+	return nil
+}
+
+// withStderr adds the tail of a stdio child's stderr to err: why a server
+// failed to start is usually there.
+func (s *Session) withStderr(c *client.Client, err error) error {
+	r, ok := client.GetStderr(c)
+	if !ok || r == nil {
+		return err
+	}
+	buf := make([]byte, 4096)
+	n, _ := r.Read(buf)
+	if tail := strings.TrimSpace(string(buf[:n])); tail != "" {
+		return fmt.Errorf("%w; its stderr: %s", err, tail)
+	}
+	return err
+}
+
+// call runs fn on the live client. When the connection turns out to be
+// dropped, an HTTP or SSE target is reconnected with exponential backoff and
+// fn is run again if retry allows it for the error seen.
+func (s *Session) call(ctx context.Context, fn func(*client.Client) error, retry func(error) bool) error {
+	c, err := s.live(ctx)
+	if err != nil {
+		return err
+	}
+	err = fn(c)
+	if err == nil || !connectionLost(err) || ctx.Err() != nil {
+		return err
+	}
+	s.state(StateDisconnected, err.Error())
+	if s.target.stdio() {
+		return op.Errorf(op.KindUnavailable, "the server %s stopped: %w", s.target, err).
+			WithHint("run the command by itself to see why it exits")
+	}
+	if err := s.reconnect(ctx, c); err != nil {
+		return err
+	}
+	if !retry(err) {
+		return op.Errorf(op.KindUnavailable, "the connection to %s dropped during the call, which may or may not have run: %w", s.target, err).
+			WithHint("the session is reconnected; check the server's state before running it again")
+	}
+	c, err = s.live(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(c)
+}
+
+func (s *Session) live(ctx context.Context) (*client.Client, error) {
+	s.mu.Lock()
+	c := s.client
+	s.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	return nil, op.Errorf(op.KindUnavailable, "not connected to %s", s.target)
+}
+
+// reconnect replaces the dropped client stale (unless another caller has
+// already done so), waiting Backoff, 2×Backoff, … between attempts.
+func (s *Session) reconnect(ctx context.Context, stale *client.Client) error {
+	s.redial.Lock()
+	defer s.redial.Unlock()
+	s.mu.Lock()
+	if s.client != nil && s.client != stale {
+		s.mu.Unlock()
+		return nil // another caller reconnected while this one waited
+	}
+	s.closeLocked()
+	s.mu.Unlock()
+	delay := s.opts.Backoff
+	var last error
+	for attempt := 1; attempt <= s.opts.Attempts; attempt++ {
+		s.state(StateConnecting, fmt.Sprintf("attempt %d of %d in %s", attempt, s.opts.Attempts, delay))
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if last = s.connect(ctx); last == nil {
+			return nil
+		}
+		s.state(StateError, last.Error())
+		delay *= 2
+	}
+	return op.Errorf(op.KindUnavailable, "gave up reconnecting to %s after %d attempts: %w", s.target, s.opts.Attempts, errors.Unwrap(last)).
+		WithHint("start the server again, then rerun the command")
+}
+
+// Heartbeat pings the server every Options.Heartbeat until ctx ends, so a
+// connection that died silently is found (and reconnected) before the next
+// real call needs it. It returns the error that ended the session, or nil
+// when ctx ended.
+func (s *Session) Heartbeat(ctx context.Context) error {
+	tick := time.NewTicker(s.opts.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := s.Ping(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+}
+
+// Ping checks the server answers, within the heartbeat interval.
+func (s *Session) Ping(ctx context.Context) error {
+	return s.call(ctx, func(c *client.Client) error {
+		ctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
+		defer cancel()
+		err := c.Ping(ctx)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return transport.NewError(fmt.Errorf("no answer to ping within %s", s.opts.Heartbeat))
+		}
+		return err
+	}, always)
+}
+
+func always(error) bool { return true }
+
+// connectionLost tells transport failures (worth a reconnect) from the
+// server's own JSON-RPC errors.
+func connectionLost(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) || errors.Is(err, io.EOF) || sessionUnknown(err) ||
+		strings.Contains(err.Error(), "transport closed")
+}
+
+// sessionUnknown reports a server that no longer knows our session: the
+// spec's 404, or (as the TypeScript SDK answers after a restart) a 400 with
+// a JSON-RPC error about the session id.
+func sessionUnknown(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return errors.Is(err, transport.ErrSessionTerminated) ||
+		strings.Contains(msg, "no valid session") || strings.Contains(msg, "session not found")
+}
+
+// undelivered reports a failure that proves the request never reached the
+// tool, so running it again cannot run it twice.
+func undelivered(err error) bool {
+	return refused(err) || sessionUnknown(err)
+}
+
+func refused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
+}

@@ -1,0 +1,160 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"lmtool.dev/lm/pkg/gateway"
+)
+
+// sseStream reads Server-Sent Events from a response, one event at a time.
+type sseStream struct {
+	t   *testing.T
+	r   *bufio.Reader
+	res *http.Response
+}
+
+// openSSE opens GET /sse with optional headers (name, value, …).
+func openSSE(t *testing.T, url string, header ...string) *sseStream {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url+"/sse", nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	return &sseStream{t: t, r: bufio.NewReader(res.Body), res: res}
+}
+
+// next returns the next event's name ("" for a plain message) and data,
+// skipping comments (keep-alives) and retry lines.
+func (s *sseStream) next() (string, map[string]any) {
+	s.t.Helper()
+	name, data := "", ""
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			s.t.Fatalf("stream ended: %v", err)
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case line == "" && data != "":
+			var v map[string]any
+			if err := json.Unmarshal([]byte(data), &v); err != nil {
+				s.t.Fatalf("event data is not JSON: %s", data)
+			}
+			return name, v
+		case strings.HasPrefix(line, "event: "):
+			name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data += strings.TrimPrefix(line, "data: ")
+		}
+	}
+}
+
+func TestSpec002Protocol(t *testing.T) {
+	g := start(t, gateway.Options{})
+
+	status, info := g.do("GET", "/info", "")
+	if status != 200 || info["name"] != "lm" || info["tools"].(float64) < 1 {
+		t.Fatalf("GET /info: %d %v", status, info)
+	}
+	status, tools := g.do("GET", "/tools", "")
+	names := map[string]bool{}
+	for _, tool := range tools["tools"].([]any) {
+		names[tool.(map[string]any)["name"].(string)] = true
+	}
+	if status != 200 || !names["queue_add"] || !names["servers_call"] || names["jobs_start"] {
+		t.Fatalf("GET /tools: %d, names %v (queue_add and servers_call served, the CLI-only jobs_start not)", status, names)
+	}
+
+	stream := openSSE(t, g.url)
+	if ct := stream.res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("GET /sse: Content-Type %q", ct)
+	}
+	name, named := stream.next()
+	_, plain := stream.next()
+	id, _ := named["clientId"].(string)
+	if name != "connected" || named["type"] != "connected" || id == "" || plain["clientId"] != id {
+		t.Fatalf("connected event: named %q %v, plain %v", name, named, plain)
+	}
+
+	body := `{"clientId":"` + id + `","tool":"queue_add","parameters":{"content":"from the web client"}}`
+	if status, out := g.do("POST", "/messages", body); status != 202 || out["requestId"] == "" {
+		t.Fatalf("POST /messages: %d %v", status, out)
+	}
+	name, res := stream.next()
+	item, _ := res["result"].(map[string]any)["item"].(map[string]any)
+	if name != "tool_result" || res["success"] != true || item["content"] != "from the web client" {
+		t.Fatalf("tool_result: %q %v", name, res)
+	}
+
+	// invalid parameters come back as a failed tool_result with lm's envelope
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"queue_add","parameters":{"contnt":"x"}}`)
+	if _, res := stream.next(); res["success"] != false || !strings.Contains(res["error"].(map[string]any)["error"].(string), "contnt") {
+		t.Fatalf("invalid parameters: %v", res)
+	}
+	// an agent over the web may not start programs through servers_call
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"servers_call","parameters":{"tool":"x","command":["true"]}}`)
+	if _, res := stream.next(); res["error"].(map[string]any)["exit_code"].(float64) != 5 {
+		t.Fatalf("stdio command over /messages: %v", res)
+	}
+
+	for _, tc := range []struct {
+		body     string
+		status   int
+		category string
+	}{
+		{`{"tool":"queue_add","parameters":{}}`, 400, "missing_client_id"},
+		{`{"clientId":"nope","tool":"queue_add"}`, 404, "unknown_client_id"},
+		{`{"clientId":"` + id + `","tool":"no_such_tool"}`, 404, "unknown_tool"},
+		{`{"clientId":"` + id + `","tool":"jobs_start"}`, 404, "unknown_tool"},
+		{`not json`, 400, "bad_json"},
+	} {
+		status, out := g.do("POST", "/messages", tc.body)
+		if status != tc.status || out["error_category"] != tc.category {
+			t.Errorf("POST /messages %s: %d %v, want %d %s", tc.body, status, out, tc.status, tc.category)
+		}
+	}
+
+	// the client id dies with its stream
+	stream.res.Body.Close()
+	probe := `{"clientId":"` + id + `","tool":"queue_status"}`
+	for i := 0; ; i++ {
+		status, _ := g.do("POST", "/messages", probe)
+		if status == 404 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("client id still accepted after its stream closed (status %d)", status)
+		}
+	}
+}
+
+func TestSpec002KeepsTheGatewaysGuards(t *testing.T) {
+	g := start(t, gateway.Options{Token: "s3cret"})
+	for _, path := range []string{"/info", "/tools", "/sse"} {
+		if status, out := g.do("GET", path, ""); status != 401 || out["error_category"] != "unauthorized" {
+			t.Errorf("GET %s without the token: %d %v", path, status, out)
+		}
+	}
+	if status, _ := g.do("POST", "/messages", `{"clientId":"x"}`); status != 401 {
+		t.Errorf("POST /messages without the token: %d", status)
+	}
+	if status, _ := g.do("GET", "/info", "", "Authorization", "Bearer s3cret"); status != 200 {
+		t.Errorf("GET /info with the token: %d", status)
+	}
+	if status, out := g.do("GET", "/info", "", "Authorization", "Bearer s3cret", "Origin", "http://evil.example"); status != 403 || out["error_category"] != "forbidden_origin" {
+		t.Errorf("GET /info from another origin: %d %v", status, out)
+	}
+	stream := openSSE(t, g.url, "Authorization", "Bearer s3cret")
+	if name, ev := stream.next(); name != "connected" || ev["clientId"] == "" {
+		t.Fatalf("authorized /sse: %q %v", name, ev)
+	}
+}
