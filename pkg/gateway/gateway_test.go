@@ -40,7 +40,14 @@ type gw struct {
 
 func start(t *testing.T, opts gateway.Options) *gw {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "lm.db")
+	return startIn(t, t.TempDir(), opts)
+}
+
+// startIn serves a gateway whose LM_HOME is home, so a test can put a
+// servers.json there first.
+func startIn(t *testing.T, home string, opts gateway.Options) *gw {
+	t.Helper()
+	path := filepath.Join(home, "lm.db")
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
 	opts.Ops = registry.All()
 	opts.Version = "test"

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,25 +18,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/servertest"
 )
-
-// nodeServer is the path of an MCP server installed from npm into
-// testdata/node (npm ci --prefix testdata/node). Without node the test is
-// skipped, unless LM_REQUIRE_NODE is set, as it is in CI.
-func nodeServer(t *testing.T, bin string) string {
-	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil && os.Getenv("LM_REQUIRE_NODE") == "" {
-		t.Skip("node is not installed (set LM_REQUIRE_NODE=1 to make this a failure)")
-	}
-	path, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "node", "node_modules", ".bin", bin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("%s is not installed: run npm ci --prefix testdata/node (%v)", bin, err)
-	}
-	return path
-}
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
 // the aggregated /mcp, and stops both (and every child) at the end.
@@ -116,7 +97,7 @@ func text(r *mcp.CallToolResult) string {
 }
 
 func TestAggregatesNamespacedToolsAndProxiesCalls(t *testing.T) {
-	everything, memory := nodeServer(t, "mcp-server-everything"), nodeServer(t, "mcp-server-memory")
+	everything, memory := servertest.NodeServer(t, "mcp-server-everything"), servertest.NodeServer(t, "mcp-server-memory")
 	h, url := startHub(t, `{"mcpServers": {
 		"everything": {"command": "`+everything+`", "auto_start": true, "tools": {"deny": ["get-env"]}},
 		"memory": {"command": "`+memory+`", "auto_start": true}}}`)
@@ -180,7 +161,7 @@ func TestAggregatesNamespacedToolsAndProxiesCalls(t *testing.T) {
 }
 
 func TestKilledChildIsRestartedAndCallsWork(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := servertest.NodeServer(t, "mcp-server-everything")
 	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_delay": 0.05}}}`)
 	before := settled(t, h, "everything")
 	if before.State != servers.Running || before.Pid == 0 {
@@ -221,7 +202,7 @@ func TestCrashLoopEndsFailedWithStderr(t *testing.T) {
 }
 
 func TestBreakerOpensAndRecovers(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := servertest.NodeServer(t, "mcp-server-everything")
 	h, url := startHub(t, `{"settings": {"cb_failure_threshold": 2, "cb_recovery_timeout": 0.5},
 		"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_on_failure": false}}}`)
 	s := settled(t, h, "everything")
@@ -259,7 +240,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 }
 
 func TestCacheHitsAndInvalidation(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := servertest.NodeServer(t, "mcp-server-everything")
 	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "cache_tools": {"get-sum": ["a", "b"]}}}}`)
 	settled(t, h, "everything")
 	cl := connect(t, url+"/mcp")
