@@ -21,6 +21,7 @@ import (
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/enhance"
 	mcphub "lmtool.dev/lm/pkg/servers/hub"
 )
 
@@ -68,6 +69,7 @@ type Server struct {
 	ops     map[string]op.Operation
 	hub     *hub
 	servers *mcphub.Hub // the supervised MCP servers (spec 004)
+	enhance *enhance.Enhancer
 	handler http.Handler
 }
 
@@ -103,6 +105,10 @@ func New(opts Options) (*Server, error) {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
+	settings := s.servers.Settings()
+	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	s.handler = s.routes(mcpServer)
 	return s, nil
 }
@@ -132,6 +138,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
 		mux.Handle(p, hubRoutes)
 	}
+	mux.Handle("POST /ollama/enhance", s.authorized(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))

@@ -369,3 +369,16 @@ func TestAgentTurningIdleIsAnnounced(t *testing.T) {
 	}
 	t.Fatal("the agent never turned idle")
 }
+
+func TestEnhanceRouteBehindTheToken(t *testing.T) {
+	t.Setenv("LM_MODEL", "") // no model, whatever the machine has
+	g := start(t, gateway.Options{Token: "open-sesame"})
+	if code, _ := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`); code != 401 {
+		t.Fatalf("without the token: %d", code)
+	}
+	code, body := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`, "Authorization", "Bearer open-sesame", "X-Client-Name", "vscode")
+	if code != 200 || body["prompt"] != "tidy the README" || body["enhanced"] != false || body["client"] != "vscode" ||
+		!strings.Contains(body["reason"].(string), "no model is configured") {
+		t.Fatalf("POST /ollama/enhance = %d %v", code, body)
+	}
+}

@@ -57,7 +57,8 @@ type child struct {
 
 func newChild(h *Hub, name string, cfg *servers.Server) *child {
 	c := &child{name: name, hub: h, cfg: cfg, state: servers.Stopped, changed: make(chan struct{})}
-	c.breaker = breaker.New(h.settings().FailureThreshold(), h.settings().RecoveryTimeout(), time.Now)
+	// Called with h.mu held (or before the hub is shared).
+	c.breaker = breaker.New(h.cfg.Settings.FailureThreshold(), h.cfg.Settings.RecoveryTimeout(), time.Now)
 	c.own = server.NewMCPServer(name, "lm-hub",
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
 	return c

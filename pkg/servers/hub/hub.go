@@ -71,7 +71,10 @@ func New(opts Options) (*Hub, error) {
 	return h, nil
 }
 
-func (h *Hub) settings() servers.Settings {
+// Settings are the hub-wide knobs of servers.json as last loaded.
+func (h *Hub) Settings() servers.Settings {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return h.cfg.Settings
 }
 
