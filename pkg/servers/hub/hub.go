@@ -249,6 +249,7 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		if r, ok := v.(*mcp.CallToolResult); ok && r.IsError && act.Outcome == "ok" {
 			act.Outcome, act.Error = "error", toolErrorText(r)
 		}
+		act.Error = c.scrubber().Scrub(act.Error)
 		h.activity.add(act)
 	}()
 	if key != nil {
