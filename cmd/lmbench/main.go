@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|gateway LM [HELLO] | echo-server | json-server ADDR_FILE")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | echo-server | json-server ADDR_FILE")
 		os.Exit(2)
 	}
 	var err error
@@ -43,6 +43,8 @@ func main() {
 		err = throughput(os.Args[2])
 	case "mcp":
 		err = mcpRoundTrip(os.Args[2])
+	case "hub":
+		err = hubBench(os.Args[2], os.Args[3])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}

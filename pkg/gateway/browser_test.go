@@ -295,4 +295,10 @@ func TestPageAsksForTheToken(t *testing.T) {
 	waitText(t, ctx, "#live", contains("live"), "stream with the token")
 	g.lm("queue", "add", "Live behind the token")
 	waitText(t, ctx, "#pending", contains("Live behind the token"), "live add with the token")
+	// The servers view's stream carries the token too.
+	if err := chromedp.Do(ctx, chromedp.Click("#tab-servers")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#servers-count", contains("none"), "servers behind the token")
+	waitText(t, ctx, "#servers-empty", contains("lm servers add"), "empty servers view")
 }

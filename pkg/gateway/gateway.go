@@ -22,6 +22,7 @@ import (
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/enhance"
 	mcphub "lmtool.dev/lm/pkg/servers/hub"
 )
 
@@ -69,6 +70,7 @@ type Server struct {
 	ops     map[string]op.Operation
 	hub     *hub
 	servers *mcphub.Hub // the supervised MCP servers (spec 004)
+	enhance *enhance.Enhancer
 	handler http.Handler
 }
 
@@ -104,6 +106,10 @@ func New(opts Options) (*Server, error) {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
+	settings := s.servers.Settings()
+	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	s.handler = s.routes(mcpServer)
 	return s, nil
 }
@@ -134,6 +140,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(p, hubRoutes)
 	}
 	s.spec002Routes(mux)
+	mux.Handle("POST /ollama/enhance", s.authorized(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))

@@ -40,7 +40,14 @@ type gw struct {
 
 func start(t *testing.T, opts gateway.Options) *gw {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "lm.db")
+	return startIn(t, t.TempDir(), opts)
+}
+
+// startIn serves a gateway whose LM_HOME is home, so a test can put a
+// servers.json there first.
+func startIn(t *testing.T, home string, opts gateway.Options) *gw {
+	t.Helper()
+	path := filepath.Join(home, "lm.db")
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
 	opts.Ops = registry.All()
 	opts.Version = "test"
@@ -361,4 +368,17 @@ func TestAgentTurningIdleIsAnnounced(t *testing.T) {
 		}
 	}
 	t.Fatal("the agent never turned idle")
+}
+
+func TestEnhanceRouteBehindTheToken(t *testing.T) {
+	t.Setenv("LM_MODEL", "") // no model, whatever the machine has
+	g := start(t, gateway.Options{Token: "open-sesame"})
+	if code, _ := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`); code != 401 {
+		t.Fatalf("without the token: %d", code)
+	}
+	code, body := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`, "Authorization", "Bearer open-sesame", "X-Client-Name", "vscode")
+	if code != 200 || body["prompt"] != "tidy the README" || body["enhanced"] != false || body["client"] != "vscode" ||
+		!strings.Contains(body["reason"].(string), "no model is configured") {
+		t.Fatalf("POST /ollama/enhance = %d %v", code, body)
+	}
 }

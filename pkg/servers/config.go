@@ -396,6 +396,8 @@ var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
 
 var referencePattern = regexp.MustCompile(`\$\{([^}]*)\}`)
 
+var referenceName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
 // Validate checks every server; file names the source in errors.
 func (c *Config) Validate(file string) error {
 	for _, name := range c.Names() {
@@ -448,8 +450,9 @@ func (c *Config) Validate(file string) error {
 		}
 		for _, v := range slices.Concat([]string{s.Command, s.URL}, s.Args, values(s.Env), values(s.Headers)) {
 			for _, m := range referencePattern.FindAllStringSubmatch(v, -1) {
-				if _, ok := strings.CutPrefix(m[1], "env:"); !ok {
-					return bad("", fmt.Sprintf("reference %s is not supported", m[0]), "${env:NAME}")
+				kind, name, _ := strings.Cut(m[1], ":")
+				if (kind != "env" && kind != "secret") || !referenceName.MatchString(name) {
+					return bad("", fmt.Sprintf("reference %s is not supported", m[0]), "${env:NAME} or ${secret:NAME} (letters, digits, _ . -)")
 				}
 			}
 		}
@@ -468,38 +471,65 @@ func values(m map[string]string) []string {
 	return out
 }
 
-// Resolved is a server ready to start: references replaced by their values.
-func (s *Server) Resolved(lookup func(string) (string, bool)) (*Server, error) {
-	r := *s
-	var missing []string
+// Resolved is a server ready to start: references replaced by their
+// values. It also returns the secrets it used, so whoever reports on the
+// server can hide them.
+func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
+	out := *s
+	var missingEnv, missingSecrets []string
+	var secrets map[string]string
+	var secretsErr error
+	used := map[string]string{}
 	expand := func(v string) string {
 		return referencePattern.ReplaceAllStringFunc(v, func(ref string) string {
-			name := strings.TrimPrefix(ref[2:len(ref)-1], "env:")
-			val, ok := lookup(name)
-			if !ok {
-				missing = append(missing, name)
+			kind, name, _ := strings.Cut(ref[2:len(ref)-1], ":")
+			if kind == "env" {
+				val, ok := r.Env(name)
+				if !ok {
+					missingEnv = append(missingEnv, name)
+				}
+				return val
 			}
+			if secrets == nil && secretsErr == nil {
+				secrets, secretsErr = r.Secrets()
+			}
+			val, ok := secrets[name]
+			if !ok && secretsErr == nil {
+				missingSecrets = append(missingSecrets, name)
+			}
+			used[name] = val
 			return val
 		})
 	}
-	r.Command, r.URL = expand(s.Command), expand(s.URL)
-	r.Args = make([]string, len(s.Args))
+	out.Command, out.URL = expand(s.Command), expand(s.URL)
+	out.Args = make([]string, len(s.Args))
 	for i, a := range s.Args {
-		r.Args[i] = expand(a)
+		out.Args[i] = expand(a)
 	}
 	expandMap := func(m map[string]string) map[string]string {
-		out := make(map[string]string, len(m))
+		res := make(map[string]string, len(m))
 		for k, v := range m {
-			out[k] = expand(v)
+			res[k] = expand(v)
 		}
-		return out
+		return res
 	}
-	r.Env, r.Headers = expandMap(s.Env), expandMap(s.Headers)
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return nil, fmt.Errorf("environment variable %s is not set (referenced as ${env:…})", strings.Join(slices.Compact(missing), ", "))
+	out.Env, out.Headers = expandMap(s.Env), expandMap(s.Headers)
+	var problems []string
+	if secretsErr != nil {
+		problems = append(problems, secretsErr.Error())
 	}
-	return &r, nil
+	if len(missingEnv) > 0 {
+		slices.Sort(missingEnv)
+		problems = append(problems, fmt.Sprintf("environment variable %s is not set (referenced as ${env:…})", strings.Join(slices.Compact(missingEnv), ", ")))
+	}
+	if len(missingSecrets) > 0 {
+		slices.Sort(missingSecrets)
+		problems = append(problems, fmt.Sprintf("secret %s is not in the secrets file (referenced as ${secret:…})", strings.Join(slices.Compact(missingSecrets), ", ")))
+	}
+	if len(problems) > 0 {
+		return nil, nil, errors.New(strings.Join(problems, "; "))
+	}
+	return &out, used, nil
 }
 
 // Redacted is the server as shown by list, show and the HTTP API: literal

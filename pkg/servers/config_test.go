@@ -2,6 +2,7 @@ package servers
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -18,19 +19,52 @@ func TestParseReadsClientShapesAndDefaults(t *testing.T) {
 	}
 }
 
-func TestResolvedExpandsEnvReferences(t *testing.T) {
-	s := &Server{Command: "${env:BIN}", Args: []string{"--key=${env:KEY}"}, Env: map[string]string{"T": "${env:KEY}"}}
+func TestResolvedExpandsReferences(t *testing.T) {
+	s := &Server{Command: "${env:BIN}", Args: []string{"--key=${env:KEY}"}, Env: map[string]string{"T": "${env:KEY}", "API": "Bearer ${secret:api_token}"}}
 	env := map[string]string{"BIN": "/bin/srv", "KEY": "k"}
-	r, err := s.Resolved(func(n string) (string, bool) { v, ok := env[n]; return v, ok })
-	if err != nil || r.Command != "/bin/srv" || r.Args[0] != "--key=k" || r.Env["T"] != "k" {
-		t.Fatalf("%+v %v", r, err)
+	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	reads := 0
+	secrets := func() (map[string]string, error) { reads++; return map[string]string{"api_token": "tok-123"}, nil }
+	r, used, err := s.Resolved(Resolver{Env: lookup, Secrets: secrets})
+	if err != nil || r.Command != "/bin/srv" || r.Args[0] != "--key=k" || r.Env["T"] != "k" || r.Env["API"] != "Bearer tok-123" ||
+		used["api_token"] != "tok-123" || len(used) != 1 || reads != 1 {
+		t.Fatalf("%+v %v %v (secrets read %d times)", r, used, err, reads)
 	}
-	if s.Command != "${env:BIN}" {
+	if s.Command != "${env:BIN}" || s.Env["API"] != "Bearer ${secret:api_token}" {
 		t.Fatal("Resolved changed the configured server")
 	}
-	_, err = s.Resolved(func(string) (string, bool) { return "", false })
-	if err == nil || !strings.Contains(err.Error(), "BIN, KEY is not set") {
+	_, _, err = s.Resolved(Resolver{Env: func(string) (string, bool) { return "", false },
+		Secrets: func() (map[string]string, error) { return map[string]string{}, nil }})
+	if err == nil || !strings.Contains(err.Error(), "BIN, KEY is not set") || !strings.Contains(err.Error(), "secret api_token is not in the secrets file") {
 		t.Fatalf("err = %v", err)
+	}
+	// The secrets file is not read when nothing refers to it.
+	plain := &Server{Command: "srv"}
+	if _, _, err := plain.Resolved(Resolver{Env: lookup, Secrets: func() (map[string]string, error) { t.Fatal("secrets read"); return nil, nil }}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSecretsFileMustBeTheOwners(t *testing.T) {
+	home := t.TempDir()
+	if s, err := LoadSecrets(home); err != nil || len(s) != 0 {
+		t.Fatalf("no file: %v %v", s, err)
+	}
+	os.WriteFile(SecretsPath(home), []byte(`{"api_token": "tok-123"}`), 0o644)
+	os.Chmod(SecretsPath(home), 0o644)
+	if _, err := LoadSecrets(home); err == nil || !strings.Contains(err.Error(), "readable by others") || strings.Contains(err.Error(), "tok-123") {
+		t.Fatalf("a 0644 file: %v", err)
+	}
+	os.Chmod(SecretsPath(home), 0o600)
+	if s, err := LoadSecrets(home); err != nil || s["api_token"] != "tok-123" {
+		t.Fatalf("a 0600 file: %v %v", s, err)
+	}
+	os.WriteFile(SecretsPath(home), []byte(`{"api_token": 123456789}`), 0o600)
+	if _, err := LoadSecrets(home); err == nil || strings.Contains(err.Error(), "123456789") {
+		t.Fatalf("a malformed file must not echo its content: %v", err)
+	}
+	if got := NewScrubber(map[string]string{"api_token": "tok-123"}).Scrub("auth failed for tok-123"); got != "auth failed for ${secret:api_token}" {
+		t.Fatalf("scrubbed: %q", got)
 	}
 }
 

@@ -180,8 +180,9 @@ func loadOp(home string) (*Config, error) {
 	return cfg, err
 }
 
-// Find returns the configured server named name with its ${env:NAME}
-// references resolved, for clients that start or reach it themselves.
+// Find returns the configured server named name with its ${env:NAME} and
+// ${secret:NAME} references resolved, for clients that start or reach it
+// themselves.
 func Find(home, name string) (*Server, error) {
 	cfg, err := loadOp(home)
 	if err != nil {
@@ -194,7 +195,8 @@ func Find(home, name string) (*Server, error) {
 	if !s.IsEnabled() {
 		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
 	}
-	r, err := s.Resolved(os.LookupEnv)
+	r, _, err := s.Resolved(Resolver{Env: os.LookupEnv,
+		Secrets: func() (map[string]string, error) { return LoadSecrets(home) }})
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}

@@ -67,6 +67,7 @@ type CacheStats struct {
 
 // Activity is one proxied call, for the dashboard's live log.
 type Activity struct {
+	Seq        uint64    `json:"seq" jsonschema:"increases by one with every call the gateway proxies"`
 	Time       time.Time `json:"time"`
 	Server     string    `json:"server"`
 	Method     string    `json:"method"`

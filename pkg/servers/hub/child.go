@@ -48,6 +48,7 @@ type child struct {
 	lastExit  string
 	nextRetry time.Time
 	latency   time.Duration
+	scrub     *servers.Scrubber // hides the secrets this start resolved
 	session   *client.Client
 	changed   chan struct{} // closed and replaced on every state change
 	cancel    context.CancelFunc
@@ -57,10 +58,18 @@ type child struct {
 
 func newChild(h *Hub, name string, cfg *servers.Server) *child {
 	c := &child{name: name, hub: h, cfg: cfg, state: servers.Stopped, changed: make(chan struct{})}
-	c.breaker = breaker.New(h.settings().FailureThreshold(), h.settings().RecoveryTimeout(), time.Now)
+	// Called with h.mu held (or before the hub is shared).
+	c.breaker = breaker.New(h.cfg.Settings.FailureThreshold(), h.cfg.Settings.RecoveryTimeout(), time.Now)
 	c.own = server.NewMCPServer(name, "lm-hub",
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
 	return c
+}
+
+// scrubber hides the secrets of the current start.
+func (c *child) scrubber() *servers.Scrubber {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.scrub
 }
 
 func (c *child) config() *servers.Server {
@@ -146,12 +155,13 @@ func (c *child) supervise(ctx context.Context, done chan struct{}) {
 		if time.Since(began) > stablePeriod {
 			c.restarts = 0
 		}
-		c.lastErr = err.Error()
+		reason := c.scrub.Scrub(err.Error())
+		c.lastErr = reason
 		limit := c.cfg.RestartLimit()
 		var permanent *permanentError
 		if !c.cfg.Restarts() || errors.As(err, &permanent) || (limit > 0 && c.restarts >= limit) {
 			if limit > 0 && c.restarts >= limit && c.cfg.Restarts() && permanent == nil {
-				c.lastErr = fmt.Sprintf("crash loop: gave up after %d restarts; last: %s", c.restarts, err)
+				c.lastErr = fmt.Sprintf("crash loop: gave up after %d restarts; last: %s", c.restarts, reason)
 			}
 			c.cancel = nil
 			c.setLocked(servers.Failed)
@@ -167,7 +177,7 @@ func (c *child) supervise(ctx context.Context, done chan struct{}) {
 		c.nextRetry = time.Now().Add(delay)
 		c.setLocked(servers.Restarting)
 		c.mu.Unlock()
-		c.hub.log.Warn("server will restart", "server", c.name, "err", err, "in", delay)
+		c.hub.log.Warn("server will restart", "server", c.name, "err", reason, "in", delay)
 		select {
 		case <-ctx.Done():
 		case <-time.After(delay):
@@ -188,15 +198,20 @@ func (e *permanentError) Error() string { return e.err.Error() }
 
 // run connects once and serves until the child fails or ctx ends.
 func (c *child) run(ctx context.Context) (err error) {
-	cfg, err := c.config().Resolved(os.LookupEnv)
+	cfg, secrets, err := c.config().Resolved(servers.Resolver{Env: os.LookupEnv,
+		Secrets: func() (map[string]string, error) { return servers.LoadSecrets(c.hub.home) }})
 	if err != nil {
 		return &permanentError{err}
 	}
+	scrub := servers.NewScrubber(secrets)
+	c.mu.Lock()
+	c.scrub = scrub
+	c.mu.Unlock()
 	var tr transport.Interface
 	var proc *process
 	switch cfg.Kind() {
 	case servers.Stdio:
-		if proc, err = spawn(c.hub.home, c.name, cfg); err != nil {
+		if proc, err = spawn(c.hub.home, c.name, cfg, scrub); err != nil {
 			return &permanentError{err}
 		}
 		defer func() {

@@ -172,7 +172,10 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 		return err == nil
 	}
 	items, wake := h.Activity()
-	seen := len(items)
+	var seen uint64
+	if len(items) > 0 {
+		seen = items[len(items)-1].Seq
+	}
 	if !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) || !send("activity", items) {
 		return
 	}
@@ -189,13 +192,12 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 		case <-wake:
 			var all []servers.Activity
 			all, wake = h.Activity()
-			fresh := all
-			if seen <= len(all) && len(all) < h.activity.max {
-				fresh = all[seen:]
-			} else if len(fresh) > 20 {
-				fresh = fresh[len(fresh)-20:]
+			fresh := since(all, seen)
+			if len(fresh) == 0 {
+				continue
 			}
-			seen = len(all)
+			seen = fresh[len(fresh)-1].Seq
+			// The cache's counters move with every call.
 			if !send("activity", fresh) || !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) {
 				return
 			}

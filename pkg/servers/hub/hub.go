@@ -6,6 +6,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,10 @@ func New(opts Options) (*Hub, error) {
 	return h, nil
 }
 
-func (h *Hub) settings() servers.Settings {
+// Settings are the hub-wide knobs of servers.json as last loaded.
+func (h *Hub) Settings() servers.Settings {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	return h.cfg.Settings
 }
 
@@ -240,6 +244,12 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		if err != nil && act.Outcome == "ok" {
 			act.Outcome, act.Error = "error", err.Error()
 		}
+		// A tool that ran and reported failure is an error to whoever
+		// watches, though the server answered (and the breaker counts it so).
+		if r, ok := v.(*mcp.CallToolResult); ok && r.IsError && act.Outcome == "ok" {
+			act.Outcome, act.Error = "error", toolErrorText(r)
+		}
+		act.Error = c.scrubber().Scrub(act.Error)
 		h.activity.add(act)
 	}()
 	if key != nil {
@@ -281,6 +291,16 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		}
 	}
 	return v, nil
+}
+
+// toolErrorText is what a failed tool said, for the activity log.
+func toolErrorText(r *mcp.CallToolResult) string {
+	for _, c := range r.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			return t.Text
+		}
+	}
+	return "the tool reported an error"
 }
 
 // upstreamNotification relays what a child sends: list changes refresh
@@ -335,9 +355,12 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 // woken when another is recorded.
 func (h *Hub) Activity() ([]servers.Activity, <-chan struct{}) { return h.activity.recent() }
 
+// activityLog keeps the last max proxied calls, numbered so a reader can
+// tell which it has already seen.
 type activityLog struct {
 	mu    sync.Mutex
 	max   int
+	seq   uint64
 	items []servers.Activity
 	wake  chan struct{}
 }
@@ -349,6 +372,8 @@ func newActivityLog(max int) *activityLog {
 func (l *activityLog) add(a servers.Activity) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.seq++
+	a.Seq = l.seq
 	l.items = append(l.items, a)
 	if len(l.items) > l.max {
 		l.items = slices.Clone(l.items[len(l.items)-l.max:])
@@ -360,5 +385,11 @@ func (l *activityLog) add(a servers.Activity) {
 func (l *activityLog) recent() ([]servers.Activity, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.items), l.wake
+	return append([]servers.Activity{}, l.items...), l.wake
+}
+
+// since returns the calls numbered after seq.
+func since(items []servers.Activity, seq uint64) []servers.Activity {
+	i, _ := slices.BinarySearchFunc(items, seq+1, func(a servers.Activity, s uint64) int { return cmp.Compare(a.Seq, s) })
+	return items[i:]
 }

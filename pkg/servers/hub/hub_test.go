@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -8,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,19 +21,19 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
-
-// nodeServer is the path of an MCP server from npm (testdata/node). Without
-// node the test is skipped, unless LM_REQUIRE_NODE is set, as it is in CI.
-func nodeServer(t *testing.T, bin string) string {
-	t.Helper()
-	return npmtest.Skip(t, bin)
-}
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
 // the aggregated /mcp, and stops both (and every child) at the end.
 func startHub(t *testing.T, cfg string) (*Hub, string) {
+	t.Helper()
+	return startHubLogging(t, cfg, io.Discard)
+}
+
+// startHubLogging is startHub with the hub's log written to w.
+func startHubLogging(t *testing.T, cfg string, w io.Writer) (*Hub, string) {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.WriteFile(servers.Path(home), []byte(cfg), 0o600); err != nil {
@@ -40,7 +43,7 @@ func startHub(t *testing.T, cfg string) (*Hub, string) {
 	agg.AddTool(mcp.NewTool("queue_add"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("lm's own"), nil
 	})
-	h, err := New(Options{Home: home, Aggregate: agg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := New(Options{Home: home, Aggregate: agg, Log: slog.New(slog.NewTextHandler(w, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func text(r *mcp.CallToolResult) string {
 }
 
 func TestAggregatesNamespacedToolsAndProxiesCalls(t *testing.T) {
-	everything, memory := nodeServer(t, "mcp-server-everything"), nodeServer(t, "mcp-server-memory")
+	everything, memory := npmtest.Skip(t, "mcp-server-everything"), npmtest.Skip(t, "mcp-server-memory")
 	h, url := startHub(t, `{"mcpServers": {
 		"everything": {"command": "`+everything+`", "auto_start": true, "tools": {"deny": ["get-env"]}},
 		"memory": {"command": "`+memory+`", "auto_start": true}}}`)
@@ -168,7 +171,7 @@ func TestAggregatesNamespacedToolsAndProxiesCalls(t *testing.T) {
 }
 
 func TestKilledChildIsRestartedAndCallsWork(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := npmtest.Skip(t, "mcp-server-everything")
 	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_delay": 0.05}}}`)
 	before := settled(t, h, "everything")
 	if before.State != servers.Running || before.Pid == 0 {
@@ -209,7 +212,7 @@ func TestCrashLoopEndsFailedWithStderr(t *testing.T) {
 }
 
 func TestBreakerOpensAndRecovers(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := npmtest.Skip(t, "mcp-server-everything")
 	h, url := startHub(t, `{"settings": {"cb_failure_threshold": 2, "cb_recovery_timeout": 0.5},
 		"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "restart_on_failure": false}}}`)
 	s := settled(t, h, "everything")
@@ -247,7 +250,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 }
 
 func TestCacheHitsAndInvalidation(t *testing.T) {
-	everything := nodeServer(t, "mcp-server-everything")
+	everything := npmtest.Skip(t, "mcp-server-everything")
 	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "cache_tools": {"get-sum": ["a", "b"]}}}}`)
 	settled(t, h, "everything")
 	cl := connect(t, url+"/mcp")
@@ -287,5 +290,82 @@ func TestCacheHitsAndInvalidation(t *testing.T) {
 		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}}}})
 	if st := h.CacheStats(); st.Entries != 0 {
 		t.Fatalf("resources/updated must invalidate the read: %+v", st)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the hub's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
+	const secret = "sk-live-5ecr3t-value"
+	out := filepath.Join(t.TempDir(), "seen")
+	var log syncBuffer
+	// The child gets its token, prints it in a failure message, and exits.
+	h, url := startHubLogging(t, `{"mcpServers": {"api": {"command": "sh",
+		"args": ["-c", "printf %s \"$API_TOKEN\" > \"$OUT\"; echo \"auth with $API_TOKEN was refused\" >&2; exit 3"],
+		"env": {"API_TOKEN": "${secret:api_token}", "OUT": "`+out+`"}, "restart_on_failure": false}}}`, &log)
+	if err := os.WriteFile(servers.SecretsPath(h.home), []byte(`{"api_token": "`+secret+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.Post(url+"/servers/api/start", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startBody, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if got, _ := os.ReadFile(out); string(got) != secret {
+		t.Fatalf("the child saw API_TOKEN=%q", got)
+	}
+	st := h.child("api").status()
+	if st.State != servers.Failed || !strings.Contains(st.LastError, "auth with ${secret:api_token} was refused") {
+		t.Fatalf("status: %+v", st)
+	}
+	seen := map[string]string{"POST /servers/api/start": string(startBody), "the hub's log": log.String()}
+	for _, path := range []string{"/servers", "/servers/api", "/health", "/health/api"} {
+		res, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		seen["GET "+path] = string(body)
+	}
+	logFile, _ := os.ReadFile(servers.LogPath(h.home, "api"))
+	seen["the server's log file"] = string(logFile)
+	env := &op.Env{Home: h.home}
+	for name, run := range map[string]func() (any, error){
+		"lm servers show": func() (any, error) { return servers.Show(context.Background(), env, servers.NameInput{Name: "api"}) },
+		"lm servers list": func() (any, error) { return servers.List(context.Background(), env, servers.ListInput{}) },
+		"lm servers logs": func() (any, error) { return servers.Logs(context.Background(), env, servers.LogsInput{Name: "api"}) },
+	} {
+		v, err := run()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		data, _ := json.Marshal(v)
+		seen[name] = string(data)
+	}
+	for where, text := range seen {
+		if strings.Contains(text, secret) {
+			t.Errorf("the secret appears in %s: %s", where, text)
+		}
+	}
+	if !strings.Contains(seen["lm servers logs"], "${secret:api_token}") || !strings.Contains(seen["lm servers show"], "${secret:api_token}") {
+		t.Errorf("logs and show name the reference instead: %s / %s", seen["lm servers logs"], seen["lm servers show"])
 	}
 }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +36,7 @@ type process struct {
 	err    error         // its exit status, once exited is closed
 }
 
-func spawn(home, name string, s *servers.Server) (*process, error) {
+func spawn(home, name string, s *servers.Server, scrub *servers.Scrubber) (*process, error) {
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Env = os.Environ()
 	for k, v := range s.Env {
@@ -55,13 +56,15 @@ func spawn(home, name string, s *servers.Server) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = io.MultiWriter(p.stderr, log)
+	stderr := &scrubbedLines{scrub: scrub, w: io.MultiWriter(p.stderr, log)}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", s.Command, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
+		stderr.flush()
 		log.Close()
 		close(p.exited)
 	}()
@@ -111,6 +114,44 @@ func (p *process) exitText() string {
 		return p.err.Error()
 	}
 	return "exit status 0"
+}
+
+// scrubbedLines passes whole lines to w with secret values hidden, so a
+// child that prints its environment leaks nothing into its log or status.
+// Lines are held until their newline (or the child's exit), so a value
+// written in pieces is still caught.
+type scrubbedLines struct {
+	scrub *servers.Scrubber
+	w     io.Writer
+	mu    sync.Mutex
+	buf   []byte
+}
+
+func (s *scrubbedLines) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	if i := bytes.LastIndexByte(s.buf, '\n'); i >= 0 {
+		s.w.Write([]byte(s.scrub.Scrub(string(s.buf[:i+1]))))
+		s.buf = append(s.buf[:0], s.buf[i+1:]...)
+	}
+	// A line that never ends is passed on once it is long, unscrubbed only
+	// where a value straddles the cut.
+	if len(s.buf) > 64<<10 {
+		s.w.Write([]byte(s.scrub.Scrub(string(s.buf))))
+		s.buf = s.buf[:0]
+	}
+	return len(p), nil
+}
+
+// flush passes on an unfinished last line.
+func (s *scrubbedLines) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.buf) > 0 {
+		s.w.Write([]byte(s.scrub.Scrub(string(s.buf))))
+		s.buf = nil
+	}
 }
 
 // ring keeps the last max bytes written to it.

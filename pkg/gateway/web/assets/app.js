@@ -1,6 +1,8 @@
-// app.js — the desk: state from the API, kept live by /api/events.
+// app.js — the desk: state from the API, kept live by /api/events; and the
+// switch between the desk and the servers dashboard (servers.js).
 import { api, APIError, AuthError, setToken } from "./api.js";
 import { connect } from "./events.js";
+import { serversView } from "./servers.js";
 import { ago, clock, timeEl, refreshTimes } from "./time.js";
 
 const $ = (id) => document.getElementById(id);
@@ -79,7 +81,12 @@ function renderPending() {
   if (focusedId && state.editing !== focusedId) list.querySelector(`[data-id="${focusedId}"]`)?.focus();
   $("pending-empty").hidden = items.length > 0;
   $("pending-count").textContent = items.length;
-  document.title = items.length ? `(${items.length}) lm desk` : "lm desk";
+  setTitle();
+}
+
+function setTitle() {
+  const n = pending().length;
+  document.title = `${n ? `(${n}) ` : ""}lm desk${view() === "servers" ? " · servers" : ""}`;
 }
 
 function strip(item) {
@@ -417,6 +424,7 @@ function setLive(s) {
 function askToken() {
   state.stream?.stop();
   state.stream = null;
+  dashboard.stop();
   setLive("locked");
   const dlg = $("token-dialog");
   if (!dlg.open) dlg.showModal();
@@ -430,6 +438,7 @@ $("token-form").addEventListener("submit", (e) => {
   $("token-dialog").close();
   $("token-error").textContent = "";
   load();
+  dashboard.start();
 });
 $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
 
@@ -453,6 +462,34 @@ async function load() {
   }
 }
 
+// ---- views ---------------------------------------------------------------
+// The URL's hash names the view, so a view can be bookmarked and the back
+// button moves between them.
+const dashboard = serversView({ onAuth: askToken, toast, announce });
+const view = () => (location.hash === "#servers" ? "servers" : "desk");
+function showView(moveFocus) {
+  const v = view();
+  $("view-desk").hidden = v !== "desk";
+  $("view-servers").hidden = v !== "servers";
+  for (const [id, name] of [["tab-desk", "desk"], ["tab-servers", "servers"]]) {
+    if (name === v) $(id).setAttribute("aria-current", "page"); else $(id).removeAttribute("aria-current");
+  }
+  const skip = $("skip");
+  skip.href = v === "desk" ? "#composer-text" : "#servers-title";
+  skip.textContent = v === "desk" ? "Skip to the composer" : "Skip to the servers";
+  setTitle();
+  if (moveFocus && v === "servers") $("servers-title").focus();
+}
+function goTo(v) {
+  const hash = v === "servers" ? "#servers" : "";
+  if (location.hash !== hash) history.pushState(null, "", hash || location.pathname);
+  showView(true);
+}
+addEventListener("popstate", () => showView(false));
+$("tab-desk").addEventListener("click", (e) => { e.preventDefault(); goTo("desk"); });
+$("tab-servers").addEventListener("click", (e) => { e.preventDefault(); goTo("servers"); });
+showView(false);
+
 $("rail-host").textContent = location.host;
 $("mcp-url").textContent = `${location.origin}/mcp`;
 $("composer").addEventListener("submit", add);
@@ -465,8 +502,11 @@ $("theme-toggle").addEventListener("click", toggleTheme);
 document.addEventListener("keydown", (e) => {
   const typing = e.target.closest?.("input, textarea, dialog");
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-  if (e.key === "n" || e.key === "/") { e.preventDefault(); $("composer-text").focus(); }
+  if (e.key === "n" || e.key === "/") { e.preventDefault(); goTo("desk"); $("composer-text").focus(); }
+  if (e.key === "d") goTo("desk");
+  if (e.key === "s") goTo("servers");
   if (e.key === "t") toggleTheme();
 });
 setInterval(() => { refreshTimes(); renderAgents(); }, 10000);
 load();
+dashboard.start();

@@ -1,11 +1,12 @@
-// events.js — /api/events read with fetch rather than EventSource, so the
-// bearer token can be sent; reconnects with backoff and Last-Event-ID, so
-// nothing is missed across a lost connection or a gateway restart.
+// events.js — an event stream (/api/events, /servers/events) read with
+// fetch rather than EventSource, so the bearer token can be sent;
+// reconnects with backoff and Last-Event-ID, so nothing is missed across a
+// lost connection or a gateway restart.
 import { headers } from "./api.js";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export function connect({ since, onEvent, onState, onAuth }) {
+export function connect({ path = "/api/events", since, onEvent, onState, onAuth }) {
   let last = since;
   let stopped = false;
   let ctrl;
@@ -37,7 +38,7 @@ export function connect({ since, onEvent, onState, onAuth }) {
       try {
         const h = headers({ Accept: "text/event-stream" });
         if (last != null) h["Last-Event-ID"] = String(last);
-        const res = await fetch("/api/events", { headers: h, signal: ctrl.signal, cache: "no-store" });
+        const res = await fetch(path, { headers: h, signal: ctrl.signal, cache: "no-store" });
         if (res.status === 401) { onAuth(); return; }
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
         onState("live");
@@ -57,6 +58,9 @@ export function connect({ since, onEvent, onState, onAuth }) {
       } catch {
         // a dropped connection: fall through to reconnect
       }
+      // Whatever ended the read, the connection goes with it: a stream left
+      // open would hold one of the browser's few connections to the host.
+      ctrl.abort();
       if (stopped) return;
       onState("reconnecting");
       await sleep(delay);

@@ -11,7 +11,8 @@ export function ago(iso, now = Date.now()) {
   return `${Math.floor(h / 24)} d ago`;
 }
 
-export const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+export const clock = (iso, seconds = false) => new Date(iso).toLocaleTimeString([],
+  seconds ? { hour: "2-digit", minute: "2-digit", second: "2-digit" } : { hour: "2-digit", minute: "2-digit" });
 
 // timeEl is a <time> whose text the page keeps fresh.
 export function timeEl(iso) {
