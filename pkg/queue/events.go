@@ -19,8 +19,12 @@ const (
 )
 
 // eventRetention is how many events the store keeps for replay (watch
-// --since, SSE Last-Event-ID); older ones are dropped as new ones arrive.
-const eventRetention = 10000
+// --since, SSE Last-Event-ID); older ones are dropped as new ones arrive,
+// a trimBatch at a time, so most commits leave the oldest page alone.
+const (
+	eventRetention = 10000
+	trimBatch      = 1000
+)
 
 // Event is one change to the queue, recorded in the same transaction as the
 // change so every process sees the same ordered history.
@@ -70,9 +74,13 @@ func (t *tx) trimEvents() error {
 		return nil
 	}
 	oldest := b.Sequence() - eventRetention
-	var stale [][]byte
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.Next() {
+	first, _ := c.First()
+	if first == nil || binary.BigEndian.Uint64(first)+trimBatch > oldest {
+		return nil // not a whole batch beyond the window yet
+	}
+	var stale [][]byte
+	for k := first; k != nil && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.Next() {
 		stale = append(stale, k)
 	}
 	for _, k := range stale {

@@ -125,10 +125,17 @@ func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 	if len(events) != eventRetention || events[0].ID != 501 || events[len(events)-1].ID != uint64(len(contents)) {
 		t.Fatalf("%d events kept, ids %d..%d", len(events), events[0].ID, events[len(events)-1].ID)
 	}
-	Add(ctx, env, AddInput{Content: "one more"})
+	// Old events go a batch at a time: the window grows by up to a batch.
+	Add(ctx, env, AddInput{Contents: contents[:trimBatch-1]})
 	events, _ = EventsSince(ctx, env, 0, 0)
-	if len(events) != eventRetention || events[0].ID != 502 {
-		t.Fatalf("after one more: %d events from %d", len(events), events[0].ID)
+	if len(events) != eventRetention+trimBatch-1 || events[0].ID != 501 {
+		t.Fatalf("within a batch: %d events from %d", len(events), events[0].ID)
+	}
+	Add(ctx, env, AddInput{Contents: []string{"one more", "and another"}})
+	events, _ = EventsSince(ctx, env, 0, 0)
+	last := events[len(events)-1].ID
+	if len(events) != eventRetention || events[0].ID != last-eventRetention+1 {
+		t.Fatalf("after a whole batch: %d events from %d to %d", len(events), events[0].ID, last)
 	}
 }
 
