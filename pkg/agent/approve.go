@@ -41,9 +41,6 @@ type approver struct {
 // said so, on a terminal or with --yes on lm's command line.
 func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	switch {
-	case in.Yes && in.DryRun:
-		return nil, op.Errorf(op.KindInvalid, "--yes and --dry-run contradict each other").
-			WithHint("--dry-run only shows the proposed call; --yes runs every one")
 	case !env.CommandLine && !in.DryRun:
 		return nil, op.Errorf(op.KindDenied, "servers_ask only proposes calls over MCP or HTTP: it never runs a call a person has not approved").
 			WithHint("pass dry_run: true to get the proposal, show it to the person, and run it with servers_call once approved")

@@ -86,11 +86,15 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if in.MaxSteps == 0 {
 		in.MaxSteps = DefaultMaxSteps
 	}
-	gate, err := newApprover(env, in)
+	if in.Yes && in.DryRun {
+		return AskOutput{}, op.Errorf(op.KindInvalid, "--yes and --dry-run contradict each other").
+			WithHint("--dry-run only shows the proposed call; --yes runs every one")
+	}
+	llm, err := askModel(env)
 	if err != nil {
 		return AskOutput{}, err
 	}
-	llm, err := askModel(env)
+	gate, err := newApprover(env, in)
 	if err != nil {
 		return AskOutput{}, err
 	}
@@ -126,7 +130,7 @@ func askModel(env *op.Env) (*model.Client, error) {
 		return nil, err
 	}
 	if !cfg.Enabled() {
-		return nil, op.Errorf(op.KindUnavailable, "lm servers ask needs a model, and none is configured").
+		return nil, op.Errorf(op.KindUnavailable, "no model is configured, and one is needed to turn the request into tool calls").
 			WithCategory(model.CategoryNotConfigured).
 			WithHint(`add a [model] table with model = "NAME" (and url = "http://…") to %s, or set LM_MODEL (and LM_MODEL_URL)`, model.ConfigPath(env.Home))
 	}
@@ -216,6 +220,7 @@ func (c *conversation) propose(ctx context.Context, final bool) (Proposal, error
 				return "", err
 			}
 			if err := c.check(p, final); err != nil {
+				fmt.Fprintf(c.env.Stderr, "lm: a proposal was sent back to the model: %s\n", printable(err.Error()))
 				return "", err
 			}
 			data, err := json.Marshal(p)

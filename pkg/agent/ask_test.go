@@ -210,7 +210,7 @@ func TestAskRefusals(t *testing.T) {
 		category string
 		msg      string
 	}{
-		{noModel, `{"command":["true"],"request":"hi","yes":true}`, op.KindUnavailable, "model_unavailable", "needs a model, and none is configured"},
+		{noModel, `{"command":["true"],"request":"hi","yes":true}`, op.KindUnavailable, "model_unavailable", "no model is configured"},
 		{&agentEnv, `{"url":"http://127.0.0.1:1/mcp","request":"hi"}`, op.KindDenied, "", "never runs a call a person has not approved"},
 		{&agentEnv, `{"url":"http://127.0.0.1:1/mcp","request":"hi","yes":true}`, op.KindDenied, "", "only proposes"},
 		{env, `{"command":["true"],"request":"hi","yes":true,"dry_run":true}`, op.KindInvalid, "", "contradict"},
