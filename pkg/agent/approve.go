@@ -3,6 +3,7 @@ package agent
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,10 +31,36 @@ const (
 // approver decides whether a proposed call runs: by asking the person on
 // the terminal, or as --yes or --dry-run say.
 type approver struct {
-	mode string // VerdictAuto, VerdictProposed, or "" to ask
-	rest bool   // the person approved the rest of this request
-	in   *bufio.Reader
-	out  io.Writer
+	mode    string // VerdictAuto, VerdictProposed, or "" to ask
+	rest    bool   // the person approved the rest of this request
+	in      *bufio.Reader
+	out     io.Writer
+	pending chan answerLine // a read of the terminal under way
+}
+
+type answerLine struct {
+	text string
+	err  error
+}
+
+// readLine reads the person's answer, or gives up when ctx ends (Ctrl-C):
+// the terminal is read only while an answer is awaited, so an editor
+// started later has the terminal to itself.
+func (a *approver) readLine(ctx context.Context) (string, error) {
+	if a.pending == nil {
+		a.pending = make(chan answerLine, 1)
+		go func(done chan<- answerLine) {
+			text, err := a.in.ReadString('\n')
+			done <- answerLine{text, err}
+		}(a.pending)
+	}
+	select {
+	case line := <-a.pending:
+		a.pending = nil
+		return line.text, line.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
 }
 
 // newApprover picks how calls are approved, and refuses before anything
@@ -67,7 +94,7 @@ func (a *approver) history() string {
 // with. On a terminal it asks until the answer is clear; an edit opens the
 // arguments in $EDITOR and is checked against the tool's schema again, an
 // invalid one shown and asked about again. End of input rejects.
-func (a *approver) decide(tool mcp.Tool, p Proposal) (string, map[string]any, error) {
+func (a *approver) decide(ctx context.Context, tool mcp.Tool, p Proposal) (string, map[string]any, error) {
 	switch {
 	case a.mode != "":
 		return a.mode, p.Arguments, nil
@@ -77,7 +104,10 @@ func (a *approver) decide(tool mcp.Tool, p Proposal) (string, map[string]any, er
 	draft := pretty(p.Arguments)
 	for {
 		fmt.Fprint(a.out, "Run it? [y]es, [e]dit the arguments, [a]pprove the rest of this request, [n]o: ")
-		line, err := a.in.ReadString('\n')
+		line, err := a.readLine(ctx)
+		if ctx.Err() != nil {
+			return "", nil, ctx.Err()
+		}
 		answer := strings.ToLower(strings.TrimSpace(line))
 		if err != nil && answer == "" {
 			fmt.Fprintln(a.out)

@@ -163,7 +163,7 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 		}
 		tool := c.tools[p.Tool]
 		showProposal(c.env.Stderr, p, len(c.out.Steps)+1, c.maxSteps)
-		verdict, args, err := c.gate.decide(tool, p)
+		verdict, args, err := c.gate.decide(ctx, tool, p)
 		if err != nil {
 			return c.fail(err)
 		}
@@ -172,9 +172,11 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 			step.Arguments = args
 		}
 		switch verdict {
-		case VerdictProposed, VerdictRejected:
-			c.out.Steps = append(c.out.Steps, step)
-			c.out.Stopped = map[string]string{VerdictProposed: StoppedDryRun, VerdictRejected: StoppedRejected}[verdict]
+		case VerdictProposed:
+			c.out.Steps, c.out.Stopped = append(c.out.Steps, step), StoppedDryRun
+			return c.out, nil
+		case VerdictRejected:
+			c.out.Steps, c.out.Stopped = append(c.out.Steps, step), StoppedRejected
 			return c.out, nil
 		}
 		call, err := run(ctx, c.env, c.session, tool, args, c.gate.history())

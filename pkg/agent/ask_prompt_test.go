@@ -244,3 +244,30 @@ func TestAskRefusesWithoutATerminal(t *testing.T) {
 }
 
 func storeAt(path string) *store.Store { return store.New(path, 5*time.Second) }
+
+// TestAskInterruptedAtThePrompt: Ctrl-C while lm waits for an answer ends
+// it at once, and nothing runs.
+func TestAskInterruptedAtThePrompt(t *testing.T) {
+	m := newFakeModel(t, `{"action":"call","tool":"echo","arguments":{"message":"hi"}}`)
+	term, home := askOnTerminal(t, m, nil, "say hi")
+	term.waitFor("[n]o: ")
+	term.tty.WriteString("\x03")
+	exited := make(chan error, 1)
+	go func() {
+		for range term.out {
+		}
+		exited <- term.cmd.Wait()
+	}()
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("lm exited 0 after Ctrl-C")
+		}
+	case <-time.After(30 * time.Second):
+		term.cmd.Process.Kill()
+		t.Fatal("lm still waits for an answer 30s after Ctrl-C")
+	}
+	if h := historyIn(t, home); len(h) != 0 {
+		t.Errorf("history: %s", jsonOf(h))
+	}
+}

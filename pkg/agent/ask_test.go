@@ -160,7 +160,7 @@ func TestAskStopsAtMaxStepsWithASummary(t *testing.T) {
 	if ask.Stopped != agent.StoppedMaxSteps || ask.Answer != "echo works; gzip refused ftp." || len(ask.Steps) != 2 || ask.ExitCode() != 0 {
 		t.Fatalf("ask: %s", jsonOf(ask))
 	}
-	if s := ask.Steps[1]; !strings.Contains(s.Error, "Unsupported URL protocol") {
+	if s := ask.Steps[1]; !strings.Contains(s.Error, "Unsupported URL protocol") || s.HistoryID == "" {
 		t.Errorf("the tool's error: %s", jsonOf(s))
 	}
 	if got := m.request(t, 2).Messages; !strings.Contains(got[len(got)-1].Content, "The call of gzip-file-as-resource failed") ||

@@ -260,7 +260,7 @@ func approvalOf(env *op.Env) string {
 
 // run validates and executes one call and records it in the history with
 // its approval. A tool that reports an error (isError) fails with its
-// message.
+// message; the output still names the history entry of a call that ran.
 func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[string]any, approval string) (CallOutput, error) {
 	if err := Validate(tool, args); err != nil {
 		return CallOutput{}, err
@@ -281,14 +281,16 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 	if recErr != nil {
 		fmt.Fprintf(env.Stderr, "lm: warning: the call ran but was not recorded in the history: %v\n", recErr)
 	}
+	out := CallOutput{HistoryID: r.ID, DurationMS: r.DurationMS}
 	if err != nil {
-		return CallOutput{}, err
+		return out, err
 	}
 	if res.IsError {
-		return CallOutput{}, &op.Error{Kind: op.KindInternal, Category: OutcomeToolError,
+		return out, &op.Error{Kind: op.KindInternal, Category: OutcomeToolError,
 			Err: fmt.Errorf("tool %s failed: %s", tool.Name, resultText(res))}
 	}
-	return CallOutput{Result: resultValue(res), HistoryID: r.ID, DurationMS: r.DurationMS}, nil
+	out.Result = resultValue(res)
+	return out, nil
 }
 
 func now(env *op.Env) time.Time {
