@@ -82,6 +82,12 @@ func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	return &approver{in: bufio.NewReader(os.Stdin), out: env.Stderr}, nil
 }
 
+// stdinIsTerminal reports whether a person can be asked: lm's own command
+// line with a terminal on stdin.
+func stdinIsTerminal(env *op.Env) bool {
+	return env.CommandLine && isTerminal(os.Stdin)
+}
+
 // history is the approval recorded with the calls that run.
 func (a *approver) history() string {
 	if a.mode == VerdictAuto {

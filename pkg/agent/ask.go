@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -170,6 +169,8 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 		step := AskStep{Proposal: p, Approval: verdict}
 		if verdict == VerdictEdited {
 			step.Arguments = args
+			data, _ := json.Marshal(args)
+			c.messages = append(c.messages, model.Message{Role: "user", Content: "I changed the arguments before running the call: " + string(data)})
 		}
 		switch verdict {
 		case VerdictProposed:
@@ -319,10 +320,4 @@ Reply with one JSON object and nothing else:
 - to run a tool: {"action":"call","tool":"NAME","arguments":{…},"reason":"why, in one sentence"}, the arguments valid against the tool's inputSchema;
 - when the request is answered, or the tools cannot do it: {"action":"done","answer":"the answer, from the results"}.
 A person approves each call before it runs; its result comes back to you.`, target, list.String())
-}
-
-// stdinIsTerminal reports whether a person can be asked: lm's own command
-// line with a terminal on stdin.
-func stdinIsTerminal(env *op.Env) bool {
-	return env.CommandLine && isTerminal(os.Stdin)
 }

@@ -194,7 +194,8 @@ if [ -e "$SEEN.twice" ]; then printf '{"message": "edited"}' > "$1"; else : > "$
 	if data, _ := os.ReadFile(seen); string(data) != "{\n  \"message\": \"hi\"\n}\n{\"message\": 5}\n" {
 		t.Errorf("the editor was given %q", data)
 	}
-	if !strings.Contains(m.request(t, 1).last(), "Echo: edited") {
+	if msgs := m.request(t, 1).Messages; !strings.Contains(msgs[len(msgs)-2].Content, `I changed the arguments before running the call: {"message":"edited"}`) ||
+		!strings.Contains(m.request(t, 1).last(), "Echo: edited") {
 		t.Errorf("the model was not shown the edited call's result: %q", m.request(t, 1).last())
 	}
 	if h := historyIn(t, home); len(h) != 1 || h[0].Approval != agent.Approved || jsonOf(h[0].Arguments) != `{"message":"edited"}` {
