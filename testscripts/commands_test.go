@@ -3,11 +3,14 @@ package testscripts
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,6 +24,31 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"holdlock":  holdLock,
 	"exits":     exits,
 	"jsonlines": jsonLines,
+	"fakemodel": fakeModel,
+}
+
+// fakemodel FILE serves Ollama's /api/chat on loopback until the script
+// ends, answering each request with the next line of FILE, and points
+// LM_MODEL and LM_MODEL_URL at it.
+func fakeModel(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakemodel FILE")
+	}
+	replies := strings.Split(strings.TrimRight(ts.ReadFile(args[0]), "\n"), "\n")
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			http.Error(w, `{"error":"fakemodel: no more replies"}`, http.StatusBadRequest)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"message": map[string]any{"role": "assistant", "content": replies[0]}, "done": true})
+		replies = replies[1:]
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("LM_MODEL", "fake")
+	ts.Setenv("LM_MODEL_URL", srv.URL)
 }
 
 // jsonlines FILE checks that every line of FILE (or stdout) is one JSON value.

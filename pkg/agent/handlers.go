@@ -246,22 +246,29 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 			return CallOutput{}, err
 		}
 	}
-	return run(ctx, env, s, tool, args)
+	return run(ctx, env, s, tool, args, approvalOf(env))
 }
 
-// run validates and executes one call and records it in the history. A
-// tool that reports an error (isError) fails with its message.
-func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[string]any) (CallOutput, error) {
+// approvalOf is who lets a call run that nobody was asked about: the person
+// at the command line, or else an agent or a program.
+func approvalOf(env *op.Env) string {
+	if env.CommandLine {
+		return Approved
+	}
+	return Auto
+}
+
+// run validates and executes one call and records it in the history with
+// its approval. A tool that reports an error (isError) fails with its
+// message; the output still names the history entry of a call that ran.
+func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[string]any, approval string) (CallOutput, error) {
 	if err := Validate(tool, args); err != nil {
 		return CallOutput{}, err
 	}
 	start := time.Now()
 	res, err := s.CallTool(ctx, tool, args)
-	r := Record{Time: now(env), Target: s.target, Tool: tool.Name, Arguments: args, Approval: Auto,
+	r := Record{Time: now(env), Target: s.target, Tool: tool.Name, Arguments: args, Approval: approval,
 		DurationMS: time.Since(start).Milliseconds()}
-	if env.CommandLine {
-		r.Approval = Approved
-	}
 	switch {
 	case err != nil:
 		r.Outcome, r.Summary = OutcomeFailed, err.Error()
@@ -274,14 +281,16 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 	if recErr != nil {
 		fmt.Fprintf(env.Stderr, "lm: warning: the call ran but was not recorded in the history: %v\n", recErr)
 	}
+	out := CallOutput{HistoryID: r.ID, DurationMS: r.DurationMS}
 	if err != nil {
-		return CallOutput{}, err
+		return out, err
 	}
 	if res.IsError {
-		return CallOutput{}, &op.Error{Kind: op.KindInternal, Category: "tool_error",
+		return out, &op.Error{Kind: op.KindInternal, Category: OutcomeToolError,
 			Err: fmt.Errorf("tool %s failed: %s", tool.Name, resultText(res))}
 	}
-	return CallOutput{Result: resultValue(res), HistoryID: r.ID, DurationMS: r.DurationMS}, nil
+	out.Result = resultValue(res)
+	return out, nil
 }
 
 func now(env *op.Env) time.Time {

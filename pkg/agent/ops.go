@@ -8,7 +8,7 @@ const targetHelp = "The server is a configured server's name (the first argument
 	"reconnected after 1, 2, 4, 8 and 16 s (LM_RECONNECT_BACKOFF sets the first delay) before giving up."
 
 // Ops are the MCP client's operations: `lm servers info|tools|resources|
-// prompts|ping|call|history|fav|sequence`.
+// prompts|ping|call|ask|history|fav|sequence`.
 func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
@@ -60,6 +60,23 @@ func Ops() []op.Operation {
 			Args: []string{"server", "tool", "json"}, Trailing: "command",
 			Effect: op.Destructive,
 		}, Call),
+		op.New(op.Meta{
+			Name: "servers_ask", Path: []string{"servers", "ask"},
+			Summary: "Ask in natural language: the model proposes tool calls, you approve, edit or reject each",
+			Description: "Positional arguments: [SERVER] REQUEST. The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
+				"LM_MODEL_URL) sees the server's tools and proposes one call at a time; a proposal naming an unknown tool or with " +
+				"arguments its schema rejects is sent back to the model with the reason and never shown as runnable. On a terminal " +
+				"each call is shown in full and you answer y (run it), e (edit the arguments in $EDITOR, checked again), a (run it " +
+				"and the rest of this request's calls) or n (reject it, which ends the request). --yes runs every call unasked " +
+				"(recorded as auto); --dry-run only shows the first proposal. With no terminal and neither flag, nothing runs " +
+				"(exit 5). After each result the model may propose a follow-up, until it answers or --max-steps calls ran. " +
+				"The output lists each step (proposal, approval, result) and the model's answer. Over MCP or HTTP servers_ask " +
+				"only proposes (dry_run must be true): it never runs a call a person has not approved. " + targetHelp,
+			Examples: "lm servers ask everything 'add 2 and 40'\n" +
+				"lm servers ask 'echo hello' --dry-run -- npx -y @modelcontextprotocol/server-everything",
+			Args: []string{"server", "request"}, Trailing: "command",
+			Effect: op.Destructive,
+		}, Ask),
 		op.New(op.Meta{
 			Name: "servers_history", Path: []string{"servers", "history"},
 			Summary:     "List the tool calls made, oldest first",

@@ -49,6 +49,11 @@ type Request struct {
 	// the server is asked to constrain its output to it, and the answer is
 	// validated here whatever the server did.
 	Format *jsonschema.Schema
+	// Accept, when set, reads the reply's text before Format validates it:
+	// it returns the answer to validate (say, a JSON value it found inside
+	// prose) or an error saying what is wrong, which becomes the next
+	// attempt's correction hint, within the same retry budget.
+	Accept func(content string) (string, error)
 }
 
 // Response is a chat's answer.
@@ -133,10 +138,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		}
 		resp.TokensUsed += r.tokens
 		resp.Content = r.content
-		if schema == nil {
-			return resp, nil
-		}
-		valid, problem := validate(r.content, schema)
+		valid, problem := accept(req, r.content, schema)
 		if problem == "" {
 			resp.JSON = valid
 			return resp, nil
@@ -167,6 +169,21 @@ func checkVectors(texts, vectors int) error {
 			WithCategory(CategoryInvalidOutput)
 	}
 	return nil
+}
+
+// accept checks one reply: the caller's Accept first, then the schema. It
+// returns the answer as JSON (nil without a schema) or what is wrong.
+func accept(req Request, content string, schema *jsonschema.Resolved) (json.RawMessage, string) {
+	if req.Accept != nil {
+		var err error
+		if content, err = req.Accept(content); err != nil {
+			return nil, err.Error()
+		}
+	}
+	if schema == nil {
+		return nil, ""
+	}
+	return validate(content, schema)
 }
 
 // validate parses an answer as one JSON value valid against the schema; it

@@ -369,3 +369,28 @@ func TestNewWithoutAModel(t *testing.T) {
 		t.Fatalf("err = %v (%s)", err, category(err))
 	}
 }
+
+func TestAcceptReadsTheReplyAndRejectsWithAReason(t *testing.T) {
+	s := newServer(t,
+		ollamaSays(`{"status":"pass","confidence":0.2}`, 1, 1),
+		ollamaSays("The verdict: {\"status\":\"fail\",\"confidence\":0.9} as asked.", 1, 1))
+	accept := func(content string) (string, error) {
+		start, end := strings.Index(content, "{"), strings.LastIndex(content, "}")
+		if strings.Contains(content, "0.2") {
+			return "", fmt.Errorf("confidence 0.2 is too low to be useful")
+		}
+		return content[start : end+1], nil
+	}
+	res, err := client(t, Ollama, s.URL).Chat(context.Background(), Request{
+		Messages: []Message{{Role: "user", Content: "Is it persisted?"}}, Format: verdict, Accept: accept})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 2 || string(res.JSON) != `{"confidence":0.9,"status":"fail"}` || !strings.HasPrefix(res.Content, "The verdict") {
+		t.Fatalf("response = %+v (JSON %s)", res, res.JSON)
+	}
+	hint := s.request(1)["messages"].([]any)[2].(map[string]any)["content"].(string)
+	if !strings.HasPrefix(hint, "PREVIOUS OUTPUT WAS INVALID: confidence 0.2 is too low") {
+		t.Errorf("hint = %q", hint)
+	}
+}
