@@ -120,18 +120,20 @@ func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 	if len(types) != 1 {
 		return nil
 	}
+	// Defaults are hidden: an unset flag means the operation's own default,
+	// which the description states, not Go's zero value.
 	switch types[0] {
 	case "string":
-		return &ucli.StringFlag{Name: name, Aliases: aliases, Usage: usage, Local: true}
+		return &ucli.StringFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "integer":
-		return &ucli.Int64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true}
+		return &ucli.Int64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "number":
-		return &ucli.Float64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true}
+		return &ucli.Float64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "boolean":
-		return &ucli.BoolFlag{Name: name, Aliases: aliases, Usage: usage, Local: true}
+		return &ucli.BoolFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "array":
 		if s.Items != nil && len(op.SchemaTypes(s.Items)) == 1 && op.SchemaTypes(s.Items)[0] == "string" {
-			return &ucli.StringSliceFlag{Name: name, Aliases: aliases, Usage: usage + " (repeatable)", Local: true}
+			return &ucli.StringSliceFlag{Name: name, Aliases: aliases, Usage: usage + " (repeatable)", Local: true, HideDefault: true}
 		}
 	}
 	return nil // objects and other arrays come through --input
