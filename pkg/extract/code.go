@@ -3,7 +3,9 @@ package extract
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 )
 
 // Symbols is what a code file declares and uses. Which lists are present
@@ -121,4 +123,10 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// lazyRegexp compiles a pattern on first use: the scanners' patterns would
+// otherwise be compiled at every lm start, whatever the command.
+func lazyRegexp(src string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })
 }

@@ -1,7 +1,6 @@
 package extract
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -10,20 +9,20 @@ import (
 // blanked out (strings and template literals kept), so multi-line import
 // lists and declarations are matched as text with their offsets.
 var (
-	jsImport       = regexp.MustCompile(`(?m)^[ \t]*import\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"\n]+)['"]`)
-	jsImportBare   = regexp.MustCompile(`(?m)^[ \t]*import\s*['"]([^'"\n]+)['"]`)
-	jsRequire      = regexp.MustCompile(`(?:(?:const|let|var)\s+(\{[^}]*\}|[\w$]+)\s*=\s*)?\brequire\(\s*['"]([^'"\n]+)['"]\s*\)`)
-	jsExportFrom   = regexp.MustCompile(`(?m)^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*['"]([^'"\n]+)['"]`)
-	jsExportList   = regexp.MustCompile(`(?m)^[ \t]*export\s+(?:type\s+)?\{([^}]*)\}`)
-	jsExportDecl   = regexp.MustCompile(`(?m)^[ \t]*export\s+(?:declare\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\s*\*?|class|const\s+enum|const|let|var|interface|type|enum|namespace)\s+([\w$]+)`)
-	jsExportDef    = regexp.MustCompile(`(?m)^[ \t]*export\s+default\b`)
-	jsModuleObj    = regexp.MustCompile(`(?m)^[ \t]*module\.exports\s*=\s*(\{[^}]*\}|[\w$]*)`)
-	jsExportsProp  = regexp.MustCompile(`(?m)^[ \t]*(?:module\.)?exports\.([\w$]+)\s*=`)
-	jsFunction     = regexp.MustCompile(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?function\s*\*?\s*([\w$]+)\s*(?:<[^>(]*>)?\s*\(([^)]*)\)`)
-	jsArrow        = regexp.MustCompile(`(?m)^[ \t]*(?:export\s+)?(?:const|let|var)\s+([\w$]+)\s*(?::[^=\n]+)?=\s*(?:async\s+)?(?:function\s*\*?\s*[\w$]*\s*\(([^)]*)\)|\(([^)]*)\)\s*(?::[^=\n]+)?=>|([\w$]+)\s*=>)`)
-	jsTypeDecl     = regexp.MustCompile(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(interface|enum|class|const\s+enum)\s+([\w$]+)`)
-	jsTypeAlias    = regexp.MustCompile(`(?m)^[ \t]*(?:export\s+)?(?:declare\s+)?type\s+([\w$]+)\s*(?:<[^=]*>)?\s*=`)
-	jsAfterExports = regexp.MustCompile(`^\s*from\b`)
+	jsImport       = lazyRegexp(`(?m)^[ \t]*import\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"\n]+)['"]`)
+	jsImportBare   = lazyRegexp(`(?m)^[ \t]*import\s*['"]([^'"\n]+)['"]`)
+	jsRequire      = lazyRegexp(`(?:(?:const|let|var)\s+(\{[^}]*\}|[\w$]+)\s*=\s*)?\brequire\(\s*['"]([^'"\n]+)['"]\s*\)`)
+	jsExportFrom   = lazyRegexp(`(?m)^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*['"]([^'"\n]+)['"]`)
+	jsExportList   = lazyRegexp(`(?m)^[ \t]*export\s+(?:type\s+)?\{([^}]*)\}`)
+	jsExportDecl   = lazyRegexp(`(?m)^[ \t]*export\s+(?:declare\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\s*\*?|class|const\s+enum|const|let|var|interface|type|enum|namespace)\s+([\w$]+)`)
+	jsExportDef    = lazyRegexp(`(?m)^[ \t]*export\s+default\b`)
+	jsModuleObj    = lazyRegexp(`(?m)^[ \t]*module\.exports\s*=\s*(\{[^}]*\}|[\w$]*)`)
+	jsExportsProp  = lazyRegexp(`(?m)^[ \t]*(?:module\.)?exports\.([\w$]+)\s*=`)
+	jsFunction     = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?function\s*\*?\s*([\w$]+)\s*(?:<[^>(]*>)?\s*\(([^)]*)\)`)
+	jsArrow        = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:const|let|var)\s+([\w$]+)\s*(?::[^=\n]+)?=\s*(?:async\s+)?(?:function\s*\*?\s*[\w$]*\s*\(([^)]*)\)|\(([^)]*)\)\s*(?::[^=\n]+)?=>|([\w$]+)\s*=>)`)
+	jsTypeDecl     = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(interface|enum|class|const\s+enum)\s+([\w$]+)`)
+	jsTypeAlias    = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:declare\s+)?type\s+([\w$]+)\s*(?:<[^=]*>)?\s*=`)
+	jsAfterExports = lazyRegexp(`^\s*from\b`)
 )
 
 func scanJS(src []byte) *Symbols {
@@ -32,21 +31,21 @@ func scanJS(src []byte) *Symbols {
 	at := func(off int) int { return lineAt(code, off) }
 	text := string(code)
 
-	for _, m := range jsImport.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsImport().FindAllStringSubmatchIndex(text, -1) {
 		imports = append(imports, Import{From: text[m[6]:m[7]], Items: importClause(text[m[4]:m[5]]),
 			Line: at(m[0]), TypeOnly: m[2] >= 0, Kind: "import"})
 	}
-	for _, m := range jsImportBare.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsImportBare().FindAllStringSubmatchIndex(text, -1) {
 		imports = append(imports, Import{From: text[m[2]:m[3]], Items: []string{}, Line: at(m[0]), Kind: "import"})
 	}
-	for _, m := range jsRequire.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsRequire().FindAllStringSubmatchIndex(text, -1) {
 		items := []string{}
 		if m[2] >= 0 {
 			items = importClause(text[m[2]:m[3]])
 		}
 		imports = append(imports, Import{From: text[m[4]:m[5]], Items: items, Line: at(m[0]), Kind: "require"})
 	}
-	for _, m := range jsExportFrom.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsExportFrom().FindAllStringSubmatchIndex(text, -1) {
 		clause := text[m[4]:m[5]]
 		items := []string{}
 		if strings.HasPrefix(clause, "*") {
@@ -62,21 +61,21 @@ func scanJS(src []byte) *Symbols {
 		}
 		imports = append(imports, Import{From: text[m[6]:m[7]], Items: items, Line: at(m[0]), TypeOnly: m[2] >= 0, Kind: "re-export"})
 	}
-	for _, m := range jsExportList.FindAllStringSubmatchIndex(text, -1) {
-		if jsAfterExports.MatchString(text[m[1]:]) {
+	for _, m := range jsExportList().FindAllStringSubmatchIndex(text, -1) {
+		if jsAfterExports().MatchString(text[m[1]:]) {
 			continue // a re-export, handled above
 		}
 		for _, it := range splitList(text[m[2]:m[3]]) {
 			exports = append(exports, exportedName(it))
 		}
 	}
-	for _, m := range jsExportDecl.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsExportDecl().FindAllStringSubmatchIndex(text, -1) {
 		exports = append(exports, text[m[2]:m[3]])
 	}
-	if jsExportDef.MatchString(text) {
+	if jsExportDef().MatchString(text) {
 		exports = append(exports, "default")
 	}
-	for _, m := range jsModuleObj.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsModuleObj().FindAllStringSubmatchIndex(text, -1) {
 		v := text[m[2]:m[3]]
 		if strings.HasPrefix(v, "{") {
 			for _, it := range splitList(strings.Trim(v, "{}")) {
@@ -87,13 +86,13 @@ func scanJS(src []byte) *Symbols {
 			exports = append(exports, "default")
 		}
 	}
-	for _, m := range jsExportsProp.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsExportsProp().FindAllStringSubmatchIndex(text, -1) {
 		exports = append(exports, text[m[2]:m[3]])
 	}
-	for _, m := range jsFunction.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsFunction().FindAllStringSubmatchIndex(text, -1) {
 		funcs = append(funcs, Function{Name: text[m[2]:m[3]], Line: at(m[0]), Params: splitList(text[m[4]:m[5]])})
 	}
-	for _, m := range jsArrow.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsArrow().FindAllStringSubmatchIndex(text, -1) {
 		params := []string{}
 		for g := 4; g <= 8; g += 2 {
 			if m[g] >= 0 {
@@ -102,7 +101,7 @@ func scanJS(src []byte) *Symbols {
 		}
 		funcs = append(funcs, Function{Name: text[m[2]:m[3]], Line: at(m[0]), Params: params})
 	}
-	for _, m := range jsTypeDecl.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsTypeDecl().FindAllStringSubmatchIndex(text, -1) {
 		kind, name := text[m[2]:m[3]], text[m[4]:m[5]]
 		if name == "extends" || name == "implements" {
 			continue // an anonymous class
@@ -112,7 +111,7 @@ func scanJS(src []byte) *Symbols {
 		}
 		types = append(types, TypeDecl{Name: name, Kind: kind, Line: at(m[0])})
 	}
-	for _, m := range jsTypeAlias.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range jsTypeAlias().FindAllStringSubmatchIndex(text, -1) {
 		types = append(types, TypeDecl{Name: text[m[2]:m[3]], Kind: "type", Line: at(m[0])})
 	}
 	sortByLine(funcs, func(f Function) int { return f.Line })

@@ -1,18 +1,17 @@
 package extract
 
 import (
-	"regexp"
 	"strings"
 )
 
 var (
-	pyImport   = regexp.MustCompile(`(?m)^[ \t]*import[ \t]+([^\n]+)`)
-	pyFrom     = regexp.MustCompile(`(?m)^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]+)`)
-	pyDef      = regexp.MustCompile(`(?m)^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)`)
-	pyClass    = regexp.MustCompile(`(?m)^([ \t]*)class[ \t]+(\w+)`)
-	pyAssign   = regexp.MustCompile(`(?m)^(\w+)[ \t]*(?::[^=\n]+)?=[^=]`)
-	pyAll      = regexp.MustCompile(`(?m)^__all__[ \t]*(?::[^=\n]+)?=[ \t]*[\[(]([^\])]*)[\])]`)
-	pyStrQuote = regexp.MustCompile(`['"]([^'"]+)['"]`)
+	pyImport   = lazyRegexp(`(?m)^[ \t]*import[ \t]+([^\n]+)`)
+	pyFrom     = lazyRegexp(`(?m)^[ \t]*from[ \t]+([.\w]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]+)`)
+	pyDef      = lazyRegexp(`(?m)^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)`)
+	pyClass    = lazyRegexp(`(?m)^([ \t]*)class[ \t]+(\w+)`)
+	pyAssign   = lazyRegexp(`(?m)^(\w+)[ \t]*(?::[^=\n]+)?=[^=]`)
+	pyAll      = lazyRegexp(`(?m)^__all__[ \t]*(?::[^=\n]+)?=[ \t]*[\[(]([^\])]*)[\])]`)
+	pyStrQuote = lazyRegexp(`['"]([^'"]+)['"]`)
 )
 
 // scanPython reads a Python module. Methods are reported as Class.name;
@@ -24,7 +23,7 @@ func scanPython(src []byte) *Symbols {
 	at := func(off int) int { return lineAt(code, off) }
 	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
 
-	for _, m := range pyImport.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range pyImport().FindAllStringSubmatchIndex(text, -1) {
 		for _, mod := range splitList(strings.TrimRight(text[m[2]:m[3]], "\\ \t")) {
 			name, alias, _ := strings.Cut(mod, " as ")
 			items := []string{}
@@ -34,7 +33,7 @@ func scanPython(src []byte) *Symbols {
 			imports = append(imports, Import{From: strings.TrimSpace(name), Items: items, Line: at(m[0]), Kind: "import"})
 		}
 	}
-	for _, m := range pyFrom.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range pyFrom().FindAllStringSubmatchIndex(text, -1) {
 		items := []string{}
 		for _, it := range splitList(strings.Trim(text[m[4]:m[5]], "()\\ \t")) {
 			name, _, _ := strings.Cut(it, " as ")
@@ -49,7 +48,7 @@ func scanPython(src []byte) *Symbols {
 	var classes []class // open classes, by indentation
 	var public []string
 	events := map[int]func(){}
-	for _, m := range pyClass.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range pyClass().FindAllStringSubmatchIndex(text, -1) {
 		name, indent := text[m[4]:m[5]], m[3]-m[2]
 		types = append(types, TypeDecl{Name: name, Kind: "class", Line: at(m[0])})
 		if indent == 0 {
@@ -57,7 +56,7 @@ func scanPython(src []byte) *Symbols {
 		}
 		events[m[0]] = func() { classes = append(classes, class{name, indent}) }
 	}
-	for _, m := range pyDef.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range pyDef().FindAllStringSubmatchIndex(text, -1) {
 		events[m[0]] = func() {
 			indent := m[3] - m[2]
 			for len(classes) > 0 && classes[len(classes)-1].indent >= indent {
@@ -75,11 +74,11 @@ func scanPython(src []byte) *Symbols {
 	for _, off := range sortedOffsets(events) {
 		events[off]()
 	}
-	for _, m := range pyAssign.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range pyAssign().FindAllStringSubmatchIndex(text, -1) {
 		public = append(public, text[m[2]:m[3]])
 	}
-	if m := pyAll.FindStringSubmatch(text); m != nil {
-		for _, q := range pyStrQuote.FindAllStringSubmatch(m[1], -1) {
+	if m := pyAll().FindStringSubmatch(text); m != nil {
+		for _, q := range pyStrQuote().FindAllStringSubmatch(m[1], -1) {
 			exports = append(exports, q[1])
 		}
 	} else {

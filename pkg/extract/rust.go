@@ -1,16 +1,15 @@
 package extract
 
 import (
-	"regexp"
 	"strings"
 )
 
 var (
-	rsUse  = regexp.MustCompile(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?use[ \t]+([^;]+);`)
-	rsMod  = regexp.MustCompile(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+(\w+)[ \t]*;`)
-	rsFn   = regexp.MustCompile(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?(?:const[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?(?:extern[ \t]+"[^"]*"[ \t]+)?fn[ \t]+(\w+)[ \t]*(?:<[^(]*>)?[ \t]*\(([^)]*)\)`)
-	rsType = regexp.MustCompile(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?(struct|enum|trait|type|union)[ \t]+(\w+)`)
-	rsItem = regexp.MustCompile(`(?m)^[ \t]*pub[ \t]+(?:const|static|mod)[ \t]+(\w+)`)
+	rsUse  = lazyRegexp(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?use[ \t]+([^;]+);`)
+	rsMod  = lazyRegexp(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+(\w+)[ \t]*;`)
+	rsFn   = lazyRegexp(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?(?:const[ \t]+)?(?:async[ \t]+)?(?:unsafe[ \t]+)?(?:extern[ \t]+"[^"]*"[ \t]+)?fn[ \t]+(\w+)[ \t]*(?:<[^(]*>)?[ \t]*\(([^)]*)\)`)
+	rsType = lazyRegexp(`(?m)^[ \t]*(pub(?:\([^)]*\))?[ \t]+)?(struct|enum|trait|type|union)[ \t]+(\w+)`)
+	rsItem = lazyRegexp(`(?m)^[ \t]*pub[ \t]+(?:const|static|mod)[ \t]+(\w+)`)
 )
 
 // scanRust reads a Rust file. Exports are its pub items (pub(crate) and
@@ -23,7 +22,7 @@ func scanRust(src []byte) *Symbols {
 	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
 	public := func(m []int) bool { return m[2] >= 0 && strings.TrimSpace(text[m[2]:m[3]]) == "pub" }
 
-	for _, m := range rsUse.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range rsUse().FindAllStringSubmatchIndex(text, -1) {
 		path := strings.Join(strings.Fields(text[m[4]:m[5]]), "")
 		from, items := path, []string{}
 		if open := strings.IndexByte(path, '{'); open >= 0 {
@@ -46,24 +45,24 @@ func scanRust(src []byte) *Symbols {
 		}
 		imports = append(imports, Import{From: from, Items: items, Line: at(m[0]), Kind: kind})
 	}
-	for _, m := range rsMod.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range rsMod().FindAllStringSubmatchIndex(text, -1) {
 		imports = append(imports, Import{From: text[m[4]:m[5]], Items: []string{}, Line: at(m[0]), Kind: "mod"})
 	}
-	for _, m := range rsFn.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range rsFn().FindAllStringSubmatchIndex(text, -1) {
 		name := text[m[4]:m[5]]
 		funcs = append(funcs, Function{Name: name, Line: at(m[0]), Params: splitList(text[m[6]:m[7]])})
 		if public(m) {
 			exports = append(exports, name)
 		}
 	}
-	for _, m := range rsType.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range rsType().FindAllStringSubmatchIndex(text, -1) {
 		name := text[m[6]:m[7]]
 		types = append(types, TypeDecl{Name: name, Kind: text[m[4]:m[5]], Line: at(m[0])})
 		if public(m) {
 			exports = append(exports, name)
 		}
 	}
-	for _, m := range rsItem.FindAllStringSubmatch(text, -1) {
+	for _, m := range rsItem().FindAllStringSubmatch(text, -1) {
 		exports = append(exports, m[1])
 	}
 	exports = dedupe(exports)
