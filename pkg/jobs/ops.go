@@ -18,6 +18,7 @@ func Ops() []op.Operation {
 				"Not available over MCP: agents use run_task, which checks the MCP allowlist.",
 			Examples: "lm jobs start test --wait 2m\nlm jobs start -- npm run dev --port 5173\nlm jobs start --pty -- ./interactive.sh --follow",
 			Args:     []string{"command"},
+			Aliases:  map[string][]string{"follow": {"f"}},
 			Effect:   op.Destructive, CLIOnly: true,
 		}, StartCommand),
 		op.New(op.Meta{
@@ -38,6 +39,7 @@ func Ops() []op.Operation {
 				"--wait blocks until there is new output or the job ends; --follow prints chunks as JSON Lines until the end.",
 			Examples: "lm jobs logs j_01J… -r --jq .data\nlm jobs logs j_01J… --from 4096 --wait 30s\nlm jobs logs j_01J… --follow -r --jq .data",
 			Args:     []string{"id"},
+			Aliases:  map[string][]string{"follow": {"f"}},
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, Logs),
 		op.New(op.Meta{
