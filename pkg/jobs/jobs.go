@@ -59,6 +59,9 @@ func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput,
 		if err != nil {
 			return StartOutput{}, err
 		}
+		if err := tasks.PersonMayRun(env.Home, t); err != nil {
+			return StartOutput{}, err
+		}
 		spec.Task, spec.Argv = t.Name, t.WithArgs(args)
 	}
 	if spec.Dir, err = workDir(root, in.Cwd); err != nil {

@@ -14,9 +14,11 @@ func Ops() []op.Operation {
 			Summary: "Start a task or a command as a background job",
 			Description: "The first word names a task when the project defines one (the rest are its arguments); otherwise the words are the command, run without a shell. " +
 				"The job is owned by its own supervisor process and outlives lm. Beyond LM_JOBS_MAX_RUNNING (default 8) running jobs it waits queued. " +
-				"With --wait it returns as soon as the job ends, with its exit code and the tail of its output. Not available over MCP: agents use run_task, which checks the allowlist.",
+				"With --wait it returns as soon as the job ends, with its exit code and the tail of its output. A task the human allowlist denies is refused. " +
+				"Not available over MCP: agents use run_task, which checks the MCP allowlist.",
 			Examples: "lm jobs start test --wait 2m\nlm jobs start -- npm run dev --port 5173\nlm jobs start --pty -- ./interactive.sh --follow",
 			Args:     []string{"command"},
+			Aliases:  map[string][]string{"follow": {"f"}},
 			Effect:   op.Destructive, CLIOnly: true,
 		}, StartCommand),
 		op.New(op.Meta{
@@ -37,6 +39,7 @@ func Ops() []op.Operation {
 				"--wait blocks until there is new output or the job ends; --follow prints chunks as JSON Lines until the end.",
 			Examples: "lm jobs logs j_01J… -r --jq .data\nlm jobs logs j_01J… --from 4096 --wait 30s\nlm jobs logs j_01J… --follow -r --jq .data",
 			Args:     []string{"id"},
+			Aliases:  map[string][]string{"follow": {"f"}},
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, Logs),
 		op.New(op.Meta{

@@ -116,8 +116,14 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	return SuperviseOutput{Job: final}, err
 }
 
-// claimSlot waits until fewer than the job's limit are running and marks it
-// running, or finds it was stopped while queued (false).
+// launchGrace is how long a queued job whose supervisor has not yet
+// registered still holds its place in line; past it, the process that
+// started it died before launching the supervisor.
+const launchGrace = 10 * time.Second
+
+// claimSlot waits until the running jobs and the older queued ones leave
+// room under the job's limit, so queued jobs start strictly oldest first,
+// and marks it running; false means it was stopped while queued.
 func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 	changes, cancel, err := env.Store.Watch()
 	if err != nil {
@@ -134,17 +140,27 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 			if j.State != Queued {
 				return nil
 			}
-			running := 0
+			now := env.Now().UTC()
+			ahead := 0
 			for _, o := range all(tx) {
-				if o.State == Running && o.ID != id && (o.Supervisor == 0 || alive(o.Supervisor)) {
-					running++
+				switch {
+				case o.ID == id:
+				case o.State == Running && (o.Supervisor == 0 || alive(o.Supervisor)):
+					ahead++
+				case o.State == Queued && olderThan(o, j) && waiting(o, now):
+					ahead++
 				}
 			}
-			if j.MaxRunning > 0 && running >= j.MaxRunning {
+			if j.MaxRunning > 0 && ahead >= j.MaxRunning {
 				queued = true
+				if j.Supervisor == 0 {
+					// Registered, a dead supervisor no longer holds the
+					// job's place in line, and readers mark the job failed.
+					j.Supervisor = os.Getpid()
+					return put(tx, j)
+				}
 				return nil
 			}
-			now := env.Now().UTC()
 			j.State, j.StartedAt, j.Supervisor = Running, &now, os.Getpid()
 			claimed = true
 			return put(tx, j)
@@ -161,6 +177,19 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 			})
 		}
 	}
+}
+
+func olderThan(a, b Job) bool {
+	return a.CreatedAt.Before(b.CreatedAt) || a.CreatedAt.Equal(b.CreatedAt) && a.ID < b.ID
+}
+
+// waiting reports whether a queued job is still in line: its supervisor is
+// alive, or it is being launched.
+func waiting(j Job, now time.Time) bool {
+	if j.Supervisor != 0 {
+		return alive(j.Supervisor)
+	}
+	return now.Sub(j.CreatedAt) < launchGrace
 }
 
 // startChild starts the command with stdin closed, in a new process group

@@ -55,7 +55,8 @@ type Meta struct {
 	// positional arguments without being mistaken for them.
 	Trailing string
 	// Aliases gives input fields extra CLI flag names ("agent_id" →
-	// {"agent"} adds --agent beside --agent-id).
+	// {"agent"} adds --agent beside --agent-id); a one-letter alias is a
+	// short flag ("follow" → {"f"} adds -f).
 	Aliases map[string][]string
 	// StdinText names a string field read as text from stdin when the CLI
 	// invocation leaves it unset (or sets it to "-") and stdin is not a

@@ -102,10 +102,25 @@ func ParseAllowlist(data []byte) (Allowlist, error) {
 	return a, nil
 }
 
-// Allows reports whether the allowlist lets t run: Deny entries first, then
-// Directory, File and Task; nothing matching means no. Paths are compared
-// after resolving symlinks, so a link cannot widen or dodge a rule.
-func (a Allowlist) Allows(t Task) bool {
+// Verdict is what an allowlist says about a task.
+type Verdict int
+
+// The verdicts: no entry matched, an allow entry matched, a Deny entry
+// matched.
+const (
+	Unlisted Verdict = iota
+	Allowed
+	Denied
+)
+
+// Allows reports whether the allowlist lets t run: only an allow entry
+// that no Deny entry overrides does.
+func (a Allowlist) Allows(t Task) bool { return a.Check(t) == Allowed }
+
+// Check evaluates t as dela does: Deny entries first, then Directory, File
+// and Task. Paths are compared after resolving symlinks, so a link cannot
+// widen or dodge a rule.
+func (a Allowlist) Check(t Task) Verdict {
 	file := canonical(t.FilePath)
 	named := func(e Entry) bool {
 		return slices.Contains(e.Tasks, t.SourceName) || slices.Contains(e.Tasks, t.Name)
@@ -116,7 +131,7 @@ func (a Allowlist) Allows(t Task) bool {
 		}
 		p := canonical(e.Path)
 		if len(e.Tasks) == 0 && within(file, p) || len(e.Tasks) > 0 && file == p && named(e) {
-			return false
+			return Denied
 		}
 	}
 	for _, scope := range []Scope{ScopeDirectory, ScopeFile, ScopeTask} {
@@ -128,20 +143,38 @@ func (a Allowlist) Allows(t Task) bool {
 			switch scope {
 			case ScopeDirectory:
 				if within(file, p) {
-					return true
+					return Allowed
 				}
 			case ScopeFile:
 				if file == p {
-					return true
+					return Allowed
 				}
 			case ScopeTask:
 				if file == p && named(e) {
-					return true
+					return Allowed
 				}
 			}
 		}
 	}
-	return false
+	return Unlisted
+}
+
+// PersonMayRun applies the human allowlist ($LM_HOME/allowlist.toml) to a
+// task a person runs from the CLI. It is separate from MCP's and, unlike
+// it, not deny-by-default: the person asked for the task, so only a Deny
+// entry refuses it (a guard against running deploy by mistake); an allow
+// entry or no entry lets it run. lm does not prompt where dela would.
+func PersonMayRun(home string, t Task) error {
+	path := AllowlistPath(home, NamespaceHuman)
+	a, _, err := LoadAllowlist(path)
+	if err != nil {
+		return err
+	}
+	if a.Check(t) == Denied {
+		return op.Errorf(op.KindDenied, "task %s (%s in %s) is denied by %s", t.Name, t.SourceName, t.FilePath, path).
+			WithHint("remove its Deny entry from %s to run it", path)
+	}
+	return nil
 }
 
 // canonical resolves symlinks and cleans a path; a path that does not

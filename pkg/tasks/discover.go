@@ -23,7 +23,8 @@ var finders = []finder{
 
 // Discover lists the tasks defined in dir, with unique names. Files that
 // fail to parse are reported in problems and skipped, so one broken file
-// does not hide the rest.
+// does not hide the rest. Names come from the files alone; an installed
+// runner with a machine-readable listing then supplies its own tasks.
 func Discover(dir string) (tasks []Task, problems []string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
@@ -32,18 +33,19 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nil, op.Errorf(op.KindNotFound, "%s is not a directory", dir)
 	}
-	found := map[string]bool{}
 	for _, find := range finders {
 		more, err := find(dir)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		for i := range more {
-			more[i].finish(dir, found)
-		}
 		tasks = append(tasks, more...)
 	}
 	uniqify(tasks)
+	tasks = preferListings(dir, tasks)
+	found := map[string]bool{}
+	for i := range tasks {
+		tasks[i].finish(dir, found)
+	}
 	return tasks, problems, nil
 }
 

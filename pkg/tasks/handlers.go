@@ -132,9 +132,12 @@ func (r RunOutput) ExitCode() int { return r.Status }
 // Run runs a task attached to this process's terminal. It is the one
 // handler that uses the process's standard streams: running a task for a
 // person in the foreground means giving it the terminal.
-func Run(_ context.Context, _ *op.Env, in RunInput) (RunOutput, error) {
+func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
 	t, err := Find(in.Dir, in.Name)
 	if err != nil {
+		return RunOutput{}, err
+	}
+	if err := PersonMayRun(env.Home, t); err != nil {
 		return RunOutput{}, err
 	}
 	dir, _ := projectDir(in.Dir)

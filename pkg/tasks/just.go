@@ -6,9 +6,12 @@ import (
 	"strings"
 )
 
+// justfileNames are the names just looks for.
+var justfileNames = []string{"justfile", "Justfile", ".justfile", "JUSTFILE"}
+
 // findJust reads the justfile's public recipes.
 func findJust(dir string) ([]Task, error) {
-	path := firstExisting(dir, "justfile", "Justfile", ".justfile", "JUSTFILE")
+	path := firstExisting(dir, justfileNames...)
 	if path == "" {
 		return nil, nil
 	}

@@ -56,6 +56,12 @@ func findCargo(dir string) ([]Task, error) {
 
 var miseDescription = regexp.MustCompile(`^#\s*(?:MISE|\[MISE\])\s+description\s*=\s*"(.*)"`)
 
+// mise's project configuration files and file-task directories.
+var (
+	miseConfigs  = []string{"mise.toml", ".mise.toml", "mise/config.toml", ".mise/config.toml", ".config/mise.toml"}
+	miseTaskDirs = []string{"mise-tasks", ".mise-tasks", "mise/tasks", ".mise/tasks", ".config/mise/tasks"}
+)
+
 // findMise reads [tasks] in mise's config files and the file tasks in its
 // task directories.
 func findMise(dir string) ([]Task, error) {
@@ -67,7 +73,7 @@ func findMise(dir string) ([]Task, error) {
 			tasks = append(tasks, t)
 		}
 	}
-	for _, name := range []string{"mise.toml", ".mise.toml", "mise/config.toml", ".mise/config.toml", ".config/mise.toml"} {
+	for _, name := range miseConfigs {
 		path := filepath.Join(dir, name)
 		data, ok, err := readIfExists(path)
 		if !ok {
@@ -89,7 +95,7 @@ func findMise(dir string) ([]Task, error) {
 			add(newTask("mise", task, path, describe(cfg.Tasks[task]), "mise", "run", task))
 		}
 	}
-	for _, sub := range []string{"mise-tasks", ".mise-tasks", "mise/tasks", ".mise/tasks", ".config/mise/tasks"} {
+	for _, sub := range miseTaskDirs {
 		entries, _ := os.ReadDir(filepath.Join(dir, sub))
 		for _, e := range entries {
 			info, err := e.Info()

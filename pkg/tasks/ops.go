@@ -34,17 +34,19 @@ func Ops() []op.Operation {
 		}, Command),
 		op.New(op.Meta{
 			Name: "tasks_run", Path: []string{"tasks", "run"},
-			Summary:     "Run a task in the foreground on this terminal; its exit status passes through",
-			Description: "For people: the task inherits stdin, stdout and stderr, and lm prints nothing itself. Use `lm jobs start` to run it in the background.",
-			Examples:    "lm tasks run build\nlm tasks run test -- -v",
-			Args:        []string{"name", "args"},
-			Effect:      op.Destructive, Stream: true, CLIOnly: true,
+			Summary: "Run a task in the foreground on this terminal; its exit status passes through",
+			Description: "For people: the task inherits stdin, stdout and stderr, and lm prints nothing itself. Use `lm jobs start` to run it in the background. " +
+				"A Deny entry in the human allowlist ($LM_HOME/allowlist.toml, `lm tasks deny NAME --namespace human`) refuses the task; without one it runs.",
+			Examples: "lm tasks run build\nlm tasks run test -- -v",
+			Args:     []string{"name", "args"},
+			Effect:   op.Destructive, Stream: true, CLIOnly: true,
 		}, Run),
 		op.New(op.Meta{
 			Name: "read_allowlist", Path: []string{"tasks", "allowlist"},
-			Summary:     "Show the MCP (or human) allowlist as TOML and as JSON",
-			Description: "Read-only. MCP may run a task only when $LM_HOME/mcp_allowlist.toml allows it; people change it with `lm tasks allow|deny` or by editing the file.",
-			Effect:      op.ReadOnly, Idempotent: true,
+			Summary: "Show the MCP (or human) allowlist as TOML and as JSON",
+			Description: "Read-only. MCP may run a task only when $LM_HOME/mcp_allowlist.toml allows it; people change it with `lm tasks allow|deny` or by editing the file. " +
+				"The human allowlist ($LM_HOME/allowlist.toml) is separate: its Deny entries stop `lm tasks run` and `lm jobs start` from running a task.",
+			Effect: op.ReadOnly, Idempotent: true,
 		}, ReadAllowlist),
 		op.New(op.Meta{
 			Name: "tasks_allow", Path: []string{"tasks", "allow"},
@@ -56,7 +58,7 @@ func Ops() []op.Operation {
 		}, Allow),
 		op.New(op.Meta{
 			Name: "tasks_deny", Path: []string{"tasks", "deny"},
-			Summary:     "Deny MCP clients a task, or everything in its file with --scope file (needs a terminal)",
+			Summary:     "Deny MCP clients (or, with --namespace human, yourself) a task, or everything in its file with --scope file (needs a terminal)",
 			Description: "Deny entries are checked before any allow entry.",
 			Args:        []string{"name"},
 			Effect:      op.Mutating, CLIOnly: true,

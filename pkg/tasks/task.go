@@ -23,6 +23,9 @@ type Task struct {
 	Command         string   `json:"command" jsonschema:"the shell command that runs the task, quoted"`
 	Argv            []string `json:"argv" jsonschema:"the command as an argument vector (run without a shell)"`
 	RunnerAvailable bool     `json:"runner_available" jsonschema:"whether the runner's program is installed"`
+	// ListedBy is set when the installed runner's own listing reported the
+	// task rather than lm's reading of the file.
+	ListedBy string `json:"listed_by,omitempty" jsonschema:"the runner whose machine-readable listing reported the task (just, task or mise); absent when lm parsed the file"`
 }
 
 // newTask builds a task run by argv; argsAfter is inserted before user
