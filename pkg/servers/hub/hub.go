@@ -249,7 +249,9 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		if r, ok := v.(*mcp.CallToolResult); ok && r.IsError && act.Outcome == "ok" {
 			act.Outcome, act.Error = "error", toolErrorText(r)
 		}
-		act.Error = c.scrubber().Scrub(act.Error)
+		if act.Error != "" {
+			act.Error = c.scrubber().Scrub(act.Error)
+		}
 		h.activity.add(act)
 	}()
 	if key != nil {
@@ -355,18 +357,20 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 // woken when another is recorded.
 func (h *Hub) Activity() ([]servers.Activity, <-chan struct{}) { return h.activity.recent() }
 
-// activityLog keeps the last max proxied calls, numbered so a reader can
-// tell which it has already seen.
+// activityLog keeps the last max proxied calls in a ring, numbered so a
+// reader can tell which it has already seen. Recording a call is on every
+// proxied call's path: it copies one entry and allocates nothing unless a
+// reader is waiting.
 type activityLog struct {
 	mu    sync.Mutex
-	max   int
 	seq   uint64
-	items []servers.Activity
-	wake  chan struct{}
+	ring  []servers.Activity // len ≤ cap; once full, next is the oldest
+	next  int
+	waker chan struct{} // handed to readers; closed by the next add
 }
 
 func newActivityLog(max int) *activityLog {
-	return &activityLog{max: max, wake: make(chan struct{})}
+	return &activityLog{ring: make([]servers.Activity, 0, max)}
 }
 
 func (l *activityLog) add(a servers.Activity) {
@@ -374,18 +378,25 @@ func (l *activityLog) add(a servers.Activity) {
 	defer l.mu.Unlock()
 	l.seq++
 	a.Seq = l.seq
-	l.items = append(l.items, a)
-	if len(l.items) > l.max {
-		l.items = slices.Clone(l.items[len(l.items)-l.max:])
+	if len(l.ring) < cap(l.ring) {
+		l.ring = append(l.ring, a)
+	} else {
+		l.ring[l.next] = a
+		l.next = (l.next + 1) % len(l.ring)
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	if l.waker != nil {
+		close(l.waker)
+		l.waker = nil
+	}
 }
 
 func (l *activityLog) recent() ([]servers.Activity, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]servers.Activity{}, l.items...), l.wake
+	if l.waker == nil {
+		l.waker = make(chan struct{})
+	}
+	return append(slices.Clone(l.ring[l.next:]), l.ring[:l.next]...), l.waker
 }
 
 // since returns the calls numbered after seq.

@@ -27,13 +27,13 @@ import (
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
 // the aggregated /mcp, and stops both (and every child) at the end.
-func startHub(t *testing.T, cfg string) (*Hub, string) {
+func startHub(t testing.TB, cfg string) (*Hub, string) {
 	t.Helper()
 	return startHubLogging(t, cfg, io.Discard)
 }
 
 // startHubLogging is startHub with the hub's log written to w.
-func startHubLogging(t *testing.T, cfg string, w io.Writer) (*Hub, string) {
+func startHubLogging(t testing.TB, cfg string, w io.Writer) (*Hub, string) {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.WriteFile(servers.Path(home), []byte(cfg), 0o600); err != nil {
@@ -59,7 +59,7 @@ func startHubLogging(t *testing.T, cfg string, w io.Writer) (*Hub, string) {
 	return h, srv.URL
 }
 
-func connect(t *testing.T, url string) *client.Client {
+func connect(t testing.TB, url string) *client.Client {
 	t.Helper()
 	cl, err := client.NewStreamableHttpClient(url)
 	if err != nil {
@@ -79,7 +79,7 @@ func connect(t *testing.T, url string) *client.Client {
 }
 
 // settled waits for a server to leave the transitional states.
-func settled(t *testing.T, h *Hub, name string) servers.Status {
+func settled(t testing.TB, h *Hub, name string) servers.Status {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
