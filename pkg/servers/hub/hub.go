@@ -48,9 +48,12 @@ type Hub struct {
 	tokenSeq  atomic.Uint64
 	mirrorMu  sync.Mutex // serializes changes to /mcp's registrations
 
-	mu       sync.Mutex
-	cfg      *servers.Config
-	children map[string]*child
+	reloadMu sync.Mutex // one reload at a time, from the API or the file watcher
+
+	mu        sync.Mutex
+	cfg       *servers.Config
+	configErr string // why the file on disk was not applied, if it was not
+	children  map[string]*child
 	// watchers are woken (non-blocking) when any server's state changes.
 	watchers map[chan struct{}]struct{}
 }
@@ -79,8 +82,12 @@ func (h *Hub) Settings() servers.Settings {
 }
 
 // Start starts the enabled auto-start servers, each on its own: a slow or
-// broken one never holds up the others.
+// broken one never holds up the others, and from then on follows edits to
+// servers.json.
 func (h *Hub) Start() {
+	if err := h.watchConfig(); err != nil {
+		h.log.Warn("cannot watch the servers file; edits take effect on 'lm servers reload' or a restart", "err", err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, name := range h.cfg.Names() {
@@ -108,10 +115,21 @@ func (h *Hub) Close() {
 }
 
 // Reload re-reads servers.json: removed or disabled servers stop, changed
-// ones restart if they were running, new auto-start ones start.
+// ones restart if they were running, new auto-start ones start. An invalid
+// file changes nothing; its error is kept for the status until a valid
+// one is loaded.
 func (h *Hub) Reload() error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
 	cfg, err := servers.Load(h.home)
+	h.mu.Lock()
+	h.configErr = ""
 	if err != nil {
+		h.configErr = err.Error()
+	}
+	h.mu.Unlock()
+	if err != nil {
+		h.notifyChange()
 		return err
 	}
 	h.mu.Lock()
@@ -190,6 +208,16 @@ func (h *Hub) Statuses() []servers.Status {
 	for _, c := range children {
 		out = append(out, c.status())
 	}
+	return out
+}
+
+// StatusOutput is every server's status, the cache's counters and the
+// servers file's error, if the one on disk could not be applied.
+func (h *Hub) StatusOutput() servers.StatusOutput {
+	out := servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}
+	h.mu.Lock()
+	out.ConfigError = h.configErr
+	h.mu.Unlock()
 	return out
 }
 
