@@ -171,7 +171,6 @@ func (h *Hub) Reload() error {
 	h.mu.Unlock()
 	for _, c := range stop {
 		c.stop()
-		h.unmirror(c)
 	}
 	for _, c := range restart {
 		c.stop()
