@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,16 +30,25 @@ const (
 // hubBench measures what the gateway adds to a tools/call of a trivial tool
 // (server-everything's echo): the same child is reached directly over
 // stdio (the reference) and through lm gateway, per server at
-// /mcp/everything and aggregated at /mcp; then the gateway's memory with
+// /mcp/everything and aggregated at /mcp. Two more references, driven by
+// the same client, tell what of the added time is the HTTP transport (a
+// bare mcp-go HTTP echo server) and what any proxy pays (the same server
+// forwarding to the child), so what remains is the hub's own. Then the gateway's memory with
 // five children and its time until every auto-start server is ready.
 func hubBench(lm, everything string) error {
 	ctx := context.Background()
 	fmt.Println("## Hub: MCP proxy overhead")
 	fmt.Println()
 	fmt.Printf("`tools/call` of server-everything's `echo`: %d sequential calls after %d to warm up, then %d concurrent clients for %s. "+
-		"The reference is an mcp-go client talking to the same server directly over stdio, in the same run.\n\n",
+		"The reference is an mcp-go client talking to the same server directly over stdio, in the same run; "+
+		"the transport reference is a bare mcp-go streamable-HTTP server in Go with the same echo, and the proxy reference is that server "+
+		"forwarding each call to its own copy of the child over stdio, both driven by the same client.\n\n",
 		hubCalls, hubWarmup, hubClients, hubLoadFor)
 
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
 	directReady := time.Now()
 	direct, err := client.NewStdioMCPClient(everything, nil)
 	if err != nil {
@@ -56,6 +66,25 @@ func hubBench(lm, everything string) error {
 
 	dir, cleanup := home()
 	defer cleanup()
+	bare, err := startServer(exec.Command(self, "http-echo-server", dir+"/echo.addr"), dir+"/echo.addr")
+	if err != nil {
+		return fmt.Errorf("start the bare HTTP echo server: %w", err)
+	}
+	transportRef, err := measureCalls(func() (*client.Client, error) { return httpClient(ctx, bare.base+"/mcp") }, "echo", false)
+	bare.stop()
+	if err != nil {
+		return fmt.Errorf("bare HTTP echo: %w", err)
+	}
+	minimal, err := startServer(exec.Command(self, "http-echo-server", dir+"/proxy.addr", everything), dir+"/proxy.addr")
+	if err != nil {
+		return fmt.Errorf("start the minimal proxy: %w", err)
+	}
+	proxyRef, err := measureCalls(func() (*client.Client, error) { return httpClient(ctx, minimal.base+"/mcp") }, "echo", false)
+	minimal.stop()
+	if err != nil {
+		return fmt.Errorf("minimal proxy: %w", err)
+	}
+
 	gw, ready, err := startHub(lm, dir, map[string]string{"everything": everything})
 	if err != nil {
 		return err
@@ -77,10 +106,18 @@ func hubBench(lm, everything string) error {
 		fmt.Printf("| %s | %s | %s | %s | %s | %.0f | %.2f× |\n", name, ms(r.p50), ms(r.p99), added(r.p50-ref.p50), added(r.p99-ref.p99), r.rate, r.rate/ref.rate)
 	}
 	fmt.Printf("| direct over stdio (reference) | %s | %s | – | – | %.0f | 1.00× |\n", ms(ref.p50), ms(ref.p99), ref.rate)
+	fmt.Printf("| bare mcp-go streamable-HTTP echo, no child (transport reference) | %s | %s | – | – | %.0f | %.2f× |\n",
+		ms(transportRef.p50), ms(transportRef.p99), transportRef.rate, transportRef.rate/ref.rate)
+	row("minimal proxy: the bare server forwarding to the child (proxy reference)", proxyRef)
 	row("gateway `/mcp/everything`", perServer)
 	row("gateway `/mcp` (`everything__echo`)", aggregated)
 	fmt.Println()
-	fmt.Printf("Target: at most 0.30 ms added at p50. Measured: %s per server, %s aggregated.\n\n", added(perServer.p50-ref.p50), added(aggregated.p50-ref.p50))
+	fmt.Printf("Target: at most 0.30 ms added at p50. Measured: %s per server, %s aggregated. "+
+		"The minimal proxy, which does nothing but forward, already adds %s: loopback HTTP and mcp-go's transport (%s for a whole "+
+		"round trip through the bare server) and a child that now idles between calls instead of answering them back to back. "+
+		"The hub's own work, beyond the minimal proxy, is %s per server and %s aggregated.\n\n",
+		added(perServer.p50-ref.p50), added(aggregated.p50-ref.p50), added(proxyRef.p50-ref.p50), ms(transportRef.p50),
+		added(perServer.p50-proxyRef.p50), added(aggregated.p50-proxyRef.p50))
 
 	// Memory and readiness with five children.
 	dir5, cleanup5 := home()

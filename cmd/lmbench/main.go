@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | echo-server | json-server ADDR_FILE")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -36,6 +36,8 @@ func main() {
 		err = echoServer()
 	case "json-server":
 		err = jsonServer(os.Args[2])
+	case "http-echo-server":
+		err = httpEchoServer(os.Args[2], os.Args[3:]...)
 	case "gateway":
 		err = gatewayBench(os.Args[2])
 	case "coldstart":

@@ -499,6 +499,9 @@ type StatusInput struct {
 type StatusOutput struct {
 	Servers []Status   `json:"servers"`
 	Cache   CacheStats `json:"cache"`
+	// ConfigError is set while servers.json on disk is invalid: the
+	// gateway keeps running the configuration it last loaded.
+	ConfigError string `json:"config_error,omitempty" jsonschema:"why servers.json as it is on disk was not applied; the gateway keeps the configuration it last loaded"`
 }
 
 // Statuses is servers_status.

@@ -50,7 +50,8 @@ type child struct {
 	latency   time.Duration
 	scrub     *servers.Scrubber // hides the secrets this start resolved
 	session   *client.Client
-	changed   chan struct{} // closed and replaced on every state change
+	live      *client.Client // the session whose lists may be mirrored (set under the hub's mirrorMu)
+	changed   chan struct{}  // closed and replaced on every state change
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the supervision loop ends
 	mirrored  mirrored
@@ -248,6 +249,10 @@ func (c *child) run(ctx context.Context) (err error) {
 	if err := c.initialize(ctx, cl, cfg, proc); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.live = cl
+	c.mu.Unlock()
+	defer c.hub.unmirror(c)
 	// Its lists are mirrored before it counts as running, so whoever waited
 	// for it finds its tools.
 	if err := c.hub.mirror(ctx, c, cl); err != nil {

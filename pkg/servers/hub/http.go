@@ -38,7 +38,7 @@ func (h *Hub) Handler(stateful bool) http.Handler {
 		writeJSON(w, code, s)
 	}))
 	mux.HandleFunc("GET /servers", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()})
+		writeJSON(w, http.StatusOK, h.StatusOutput())
 	})
 	mux.HandleFunc("GET /servers/{server}", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
 		writeJSON(w, http.StatusOK, c.status())
@@ -176,7 +176,7 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 	if len(items) > 0 {
 		seen = items[len(items)-1].Seq
 	}
-	if !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) || !send("activity", items) {
+	if !send("servers", h.StatusOutput()) || !send("activity", items) {
 		return
 	}
 	keepAlive := time.NewTicker(15 * time.Second)
@@ -186,7 +186,7 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-changes:
-			if !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) {
+			if !send("servers", h.StatusOutput()) {
 				return
 			}
 		case <-wake:
@@ -198,7 +198,7 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 			}
 			seen = fresh[len(fresh)-1].Seq
 			// The cache's counters move with every call.
-			if !send("activity", fresh) || !send("servers", servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}) {
+			if !send("activity", fresh) || !send("servers", h.StatusOutput()) {
 				return
 			}
 		case <-keepAlive.C:

@@ -48,9 +48,12 @@ type Hub struct {
 	tokenSeq  atomic.Uint64
 	mirrorMu  sync.Mutex // serializes changes to /mcp's registrations
 
-	mu       sync.Mutex
-	cfg      *servers.Config
-	children map[string]*child
+	reloadMu sync.Mutex // one reload at a time, from the API or the file watcher
+
+	mu        sync.Mutex
+	cfg       *servers.Config
+	configErr string // why the file on disk was not applied, if it was not
+	children  map[string]*child
 	// watchers are woken (non-blocking) when any server's state changes.
 	watchers map[chan struct{}]struct{}
 }
@@ -79,8 +82,12 @@ func (h *Hub) Settings() servers.Settings {
 }
 
 // Start starts the enabled auto-start servers, each on its own: a slow or
-// broken one never holds up the others.
+// broken one never holds up the others, and from then on follows edits to
+// servers.json.
 func (h *Hub) Start() {
+	if err := h.watchConfig(); err != nil {
+		h.log.Warn("cannot watch the servers file; edits take effect on 'lm servers reload' or a restart", "err", err)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, name := range h.cfg.Names() {
@@ -108,10 +115,21 @@ func (h *Hub) Close() {
 }
 
 // Reload re-reads servers.json: removed or disabled servers stop, changed
-// ones restart if they were running, new auto-start ones start.
+// ones restart if they were running, new auto-start ones start. An invalid
+// file changes nothing; its error is kept for the status until a valid
+// one is loaded.
 func (h *Hub) Reload() error {
+	h.reloadMu.Lock()
+	defer h.reloadMu.Unlock()
 	cfg, err := servers.Load(h.home)
+	h.mu.Lock()
+	h.configErr = ""
 	if err != nil {
+		h.configErr = err.Error()
+	}
+	h.mu.Unlock()
+	if err != nil {
+		h.notifyChange()
 		return err
 	}
 	h.mu.Lock()
@@ -153,7 +171,6 @@ func (h *Hub) Reload() error {
 	h.mu.Unlock()
 	for _, c := range stop {
 		c.stop()
-		h.unmirror(c)
 	}
 	for _, c := range restart {
 		c.stop()
@@ -190,6 +207,16 @@ func (h *Hub) Statuses() []servers.Status {
 	for _, c := range children {
 		out = append(out, c.status())
 	}
+	return out
+}
+
+// StatusOutput is every server's status, the cache's counters and the
+// servers file's error, if the one on disk could not be applied.
+func (h *Hub) StatusOutput() servers.StatusOutput {
+	out := servers.StatusOutput{Servers: h.Statuses(), Cache: h.CacheStats()}
+	h.mu.Lock()
+	out.ConfigError = h.configErr
+	h.mu.Unlock()
 	return out
 }
 
@@ -249,7 +276,9 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		if r, ok := v.(*mcp.CallToolResult); ok && r.IsError && act.Outcome == "ok" {
 			act.Outcome, act.Error = "error", toolErrorText(r)
 		}
-		act.Error = c.scrubber().Scrub(act.Error)
+		if act.Error != "" {
+			act.Error = c.scrubber().Scrub(act.Error)
+		}
 		h.activity.add(act)
 	}()
 	if key != nil {
@@ -355,18 +384,20 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 // woken when another is recorded.
 func (h *Hub) Activity() ([]servers.Activity, <-chan struct{}) { return h.activity.recent() }
 
-// activityLog keeps the last max proxied calls, numbered so a reader can
-// tell which it has already seen.
+// activityLog keeps the last max proxied calls in a ring, numbered so a
+// reader can tell which it has already seen. Recording a call is on every
+// proxied call's path: it copies one entry and allocates nothing unless a
+// reader is waiting.
 type activityLog struct {
 	mu    sync.Mutex
-	max   int
 	seq   uint64
-	items []servers.Activity
-	wake  chan struct{}
+	ring  []servers.Activity // len ≤ cap; once full, next is the oldest
+	next  int
+	waker chan struct{} // handed to readers; closed by the next add
 }
 
 func newActivityLog(max int) *activityLog {
-	return &activityLog{max: max, wake: make(chan struct{})}
+	return &activityLog{ring: make([]servers.Activity, 0, max)}
 }
 
 func (l *activityLog) add(a servers.Activity) {
@@ -374,18 +405,25 @@ func (l *activityLog) add(a servers.Activity) {
 	defer l.mu.Unlock()
 	l.seq++
 	a.Seq = l.seq
-	l.items = append(l.items, a)
-	if len(l.items) > l.max {
-		l.items = slices.Clone(l.items[len(l.items)-l.max:])
+	if len(l.ring) < cap(l.ring) {
+		l.ring = append(l.ring, a)
+	} else {
+		l.ring[l.next] = a
+		l.next = (l.next + 1) % len(l.ring)
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	if l.waker != nil {
+		close(l.waker)
+		l.waker = nil
+	}
 }
 
 func (l *activityLog) recent() ([]servers.Activity, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]servers.Activity{}, l.items...), l.wake
+	if l.waker == nil {
+		l.waker = make(chan struct{})
+	}
+	return append(slices.Clone(l.ring[l.next:]), l.ring[:l.next]...), l.waker
 }
 
 // since returns the calls numbered after seq.

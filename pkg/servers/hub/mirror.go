@@ -80,6 +80,16 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		resources = res.Resources
 	}
 
+	// A session that ended while its lists were being read must not put
+	// its tools back.
+	h.mirrorMu.Lock()
+	defer h.mirrorMu.Unlock()
+	c.mu.Lock()
+	live := c.live == cl
+	c.mu.Unlock()
+	if !live {
+		return nil
+	}
 	var m mirrored
 	var ownTools []server.ServerTool
 	for _, t := range tools {
@@ -101,8 +111,6 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	c.own.SetResources(ownResources...)
 
 	if h.aggregate != nil {
-		h.mirrorMu.Lock()
-		defer h.mirrorMu.Unlock()
 		h.takeOff(c)
 		var aggTools []server.ServerTool
 		for i, t := range tools {
@@ -176,18 +184,20 @@ func (h *Hub) takeOff(c *child) {
 	}
 }
 
-// unmirror takes a disabled or removed server off every endpoint.
+// unmirror takes a server whose session ended (stopped, crashed, removed)
+// off every endpoint: a client never sees tools it cannot call, and the
+// deletions send list_changed to the endpoints' clients.
 func (h *Hub) unmirror(c *child) {
+	h.mirrorMu.Lock()
+	defer h.mirrorMu.Unlock()
 	if h.aggregate != nil {
-		h.mirrorMu.Lock()
 		h.takeOff(c)
-		h.mirrorMu.Unlock()
 	}
 	c.own.SetTools()
 	c.own.SetPrompts()
 	c.own.SetResources()
 	c.mu.Lock()
-	c.mirrored = mirrored{}
+	c.live, c.mirrored = nil, mirrored{}
 	c.mu.Unlock()
 	h.notifyChange()
 }
