@@ -139,20 +139,21 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	defer remove()
-	if f := cmd.String("addr-file"); f != "" {
-		if err := os.WriteFile(f, []byte(addr+"\n"), 0o600); err != nil {
-			ln.Close()
-			return fail(fmt.Errorf("write address file: %w", err))
-		}
-	}
 	p, err := a.printer(cmd)
 	if err != nil {
 		return err
 	}
-	if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
-		return err
+	// The address file and the printed URL come once everything serves
+	// (HTTP and the control socket), so whoever waits on them can go on.
+	ready := func() error {
+		if f := cmd.String("addr-file"); f != "" {
+			if err := os.WriteFile(f, []byte(addr+"\n"), 0o600); err != nil {
+				return fmt.Errorf("write address file: %w", err)
+			}
+		}
+		return p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store})
 	}
-	if err := srv.Serve(ctx, ln); err != nil {
+	if err := srv.Serve(ctx, ln, ready); err != nil {
 		return fail(err)
 	}
 	return nil

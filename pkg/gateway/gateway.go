@@ -148,8 +148,10 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
 // no new connections, in-flight requests get a grace period, event streams
-// and waiting MCP calls are cancelled.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+// and waiting MCP calls are cancelled. Each ready function runs once HTTP
+// and the control socket serve (to announce the address, say); an error
+// from one stops the gateway.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() error) error {
 	baseCtx, cancelStreams := context.WithCancel(context.Background())
 	defer cancelStreams()
 	srv := &http.Server{
@@ -181,6 +183,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.servers.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	for _, r := range ready {
+		if err := r(); err != nil {
+			srv.Close()
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
 		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
 	select {
