@@ -52,7 +52,7 @@ func Validate(tool mcp.Tool, args map[string]any) error {
 			continue
 		}
 		if types := op.SchemaTypes(p); len(types) > 0 && !accepts(types, v) {
-			return op.Errorf(op.KindInvalid, "tool %s: argument %q must be %s, got %s", tool.Name, name, strings.Join(types, " or "), jsonKind(v))
+			return op.Errorf(op.KindInvalid, "tool %s: argument %q must be %s, got %s", tool.Name, name, strings.Join(types, " or "), op.JSONType(v))
 		}
 	}
 	resolved, err := s.Resolve(nil)
@@ -74,41 +74,13 @@ func roundTrip(args map[string]any) any {
 }
 
 func accepts(types []string, v any) bool {
-	got := jsonKind(v)
+	got := op.JSONType(v)
 	for _, t := range types {
 		if t == got || (t == "number" && got == "integer") {
 			return true
 		}
 	}
 	return false
-}
-
-func jsonKind(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case float64:
-		if v == float64(int64(v)) {
-			return "integer"
-		}
-		return "number"
-	case int, int64, json.Number:
-		if n, ok := v.(json.Number); ok {
-			if _, err := n.Int64(); err != nil {
-				return "number"
-			}
-		}
-		return "integer"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // describe is "string: the message to echo" for an argument's schema.
@@ -218,7 +190,7 @@ func coerceTo(t, text string) (any, error) {
 		return nil, fmt.Errorf("%q is not null", text)
 	default: // object, array
 		var v any
-		if err := json.Unmarshal([]byte(text), &v); err != nil || jsonKind(v) != t {
+		if err := json.Unmarshal([]byte(text), &v); err != nil || op.JSONType(v) != t {
 			return nil, fmt.Errorf("%q is not a JSON %s", text, t)
 		}
 		return v, nil

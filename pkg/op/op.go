@@ -235,7 +235,7 @@ func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
 	}
 	obj, ok := generic.(map[string]any)
 	if !ok {
-		return in, Errorf(KindInvalid, "input must be a JSON object, got %s", jsonType(generic))
+		return in, Errorf(KindInvalid, "input must be a JSON object, got %s", JSONType(generic))
 	}
 	if err := checkShape(t.in, obj); err != nil {
 		return in, err
@@ -291,7 +291,7 @@ func checkShape(s *jsonschema.Schema, obj map[string]any) error {
 	}
 	for _, name := range sortedKeys(obj) {
 		want := s.Properties[name]
-		got := jsonType(obj[name])
+		got := JSONType(obj[name])
 		if !typeAccepts(want, got) {
 			return Errorf(KindInvalid, "field %q must be %s, got %s", name, describeType(want), got)
 		}
@@ -366,7 +366,9 @@ func describeType(s *jsonschema.Schema) string {
 	return strings.Join(types, " or ")
 }
 
-func jsonType(v any) string {
+// JSONType names the JSON type of a decoded value ("integer" for whole
+// numbers), as JSON Schema does.
+func JSONType(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "null"
@@ -384,6 +386,8 @@ func jsonType(v any) string {
 			return "integer"
 		}
 		return "number"
+	case int, int64:
+		return "integer"
 	case []any:
 		return "array"
 	case map[string]any:
