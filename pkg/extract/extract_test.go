@@ -273,3 +273,28 @@ func FuzzScanRust(f *testing.F) {
 func FuzzScanGo(f *testing.F) {
 	fuzzScanner(f, "go", "package p\nimport \"fmt\"\nfunc F(a int) {}\n")
 }
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	text, bin := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.bin")
+	os.WriteFile(text, []byte("hello\n"), 0o644)
+	os.WriteFile(bin, []byte("x\x00y"), 0o644)
+	buf := new([]byte)
+	if got, _, ok := readFile(text, 100, buf); !ok || string(got) != "hello\n" {
+		t.Errorf("read %q, %v", got, ok)
+	}
+	for _, tc := range []struct {
+		path     string
+		limit    int64
+		category string
+	}{
+		{text, 5, "too_large"},
+		{bin, 100, "binary_file"},
+		{dir, 1 << 20, "file_not_found"},
+		{filepath.Join(dir, "missing"), 100, "file_not_found"},
+	} {
+		if _, r, ok := readFile(tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
+			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
+		}
+	}
+}
