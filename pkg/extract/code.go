@@ -28,9 +28,10 @@ type Import struct {
 
 // Function is a function or method declaration.
 type Function struct {
-	Name   string   `json:"name" jsonschema:"methods as Receiver.name"`
-	Line   int      `json:"line"`
-	Params []string `json:"params"`
+	Name      string   `json:"name" jsonschema:"methods as Receiver.name (a class, struct or type)"`
+	Line      int      `json:"line"`
+	Params    []string `json:"params"`
+	Modifiers []string `json:"modifiers,omitempty" jsonschema:"JavaScript/TypeScript methods: static, async, get, set, private, abstract… as written"`
 }
 
 // TypeDecl is a type declaration.

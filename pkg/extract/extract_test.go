@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -235,7 +236,9 @@ func FuzzSplitFrontmatter(f *testing.F) {
 	})
 }
 
-func fuzzScanner(f *testing.F, lang string, seeds ...string) {
+// fuzzScanner checks that a scanner never panics and reports lines within
+// the source; check, if not nil, adds the language's own invariants.
+func fuzzScanner(f *testing.F, lang string, check func(*testing.T, *Symbols), seeds ...string) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
@@ -243,6 +246,9 @@ func fuzzScanner(f *testing.F, lang string, seeds ...string) {
 		s, err := Scan(lang, src)
 		if err != nil {
 			return
+		}
+		if check != nil {
+			check(t, s)
 		}
 		lines := 1 + len(regexp.MustCompile("\n").FindAllIndex(src, -1))
 		for _, fn := range *s.Functions {
@@ -259,17 +265,57 @@ func fuzzScanner(f *testing.F, lang string, seeds ...string) {
 }
 
 func FuzzScanJS(f *testing.F) {
-	fuzzScanner(f, "typescript", "import a, {b as c} from 'x'\nexport default function f(a) {}\n/* x */ const y = (a) => a\n")
+	// Every method is attributed to a class declared before it.
+	methodsOfClasses := func(t *testing.T, s *Symbols) {
+		for _, fn := range *s.Functions {
+			class, _, isMethod := strings.Cut(fn.Name, ".")
+			if !isMethod {
+				continue
+			}
+			if !slices.ContainsFunc(*s.Types, func(d TypeDecl) bool { return d.Kind == "class" && d.Name == class && d.Line <= fn.Line }) {
+				t.Errorf("method %q at line %d has no class %q before it", fn.Name, fn.Line, class)
+			}
+		}
+	}
+	fuzzScanner(f, "typescript", methodsOfClasses,
+		"import a, {b as c} from 'x'\nexport default function f(a) {}\n/* x */ const y = (a) => a\n",
+		"class A<T> extends B<{x: 1}> {\n  static async *m<U>(a = f(), b: {c: 1}) {}\n  get #p() { return `}` }\n  h = async (e) => {}\n}\n",
+		"export abstract class C {\n  @D('x') protected abstract m(): void;\n  n(a: string): void;\n  n(a) { class E { o() {} } }\n}\n")
 }
 
 func FuzzScanPython(f *testing.F) {
-	fuzzScanner(f, "python", "from .a import (b,\n c)\nclass X:\n  def m(self): pass\n")
+	fuzzScanner(f, "python", nil, "from .a import (b,\n c)\nclass X:\n  def m(self): pass\n")
 }
 
 func FuzzScanRust(f *testing.F) {
-	fuzzScanner(f, "rust", "use a::{b, c};\npub fn f(x: i32) {}\nmod m;\n")
+	fuzzScanner(f, "rust", nil, "use a::{b, c};\npub fn f(x: i32) {}\nmod m;\n")
 }
 
 func FuzzScanGo(f *testing.F) {
-	fuzzScanner(f, "go", "package p\nimport \"fmt\"\nfunc F(a int) {}\n")
+	fuzzScanner(f, "go", nil, "package p\nimport \"fmt\"\nfunc F(a int) {}\n")
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	text, bin := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.bin")
+	os.WriteFile(text, []byte("hello\n"), 0o644)
+	os.WriteFile(bin, []byte("x\x00y"), 0o644)
+	buf := new([]byte)
+	if got, _, ok := readFile(text, 100, buf); !ok || string(got) != "hello\n" {
+		t.Errorf("read %q, %v", got, ok)
+	}
+	for _, tc := range []struct {
+		path     string
+		limit    int64
+		category string
+	}{
+		{text, 5, "too_large"},
+		{bin, 100, "binary_file"},
+		{dir, 1 << 20, "file_not_found"},
+		{filepath.Join(dir, "missing"), 100, "file_not_found"},
+	} {
+		if _, r, ok := readFile(tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
+			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
+		}
+	}
 }

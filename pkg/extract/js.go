@@ -23,6 +23,16 @@ var (
 	jsTypeDecl     = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(interface|enum|class|const\s+enum)\s+([\w$]+)`)
 	jsTypeAlias    = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:declare\s+)?type\s+([\w$]+)\s*(?:<[^=]*>)?\s*=`)
 	jsAfterExports = lazyRegexp(`^\s*from\b`)
+	// A class member that is a method, anchored where a member starts:
+	// decorators, modifiers (1), a generator's * (2), the name (3), then
+	// either type parameters and "(" (4), or a property whose value is an
+	// (async, 5) function: "= function (" (6), "= (" (7, an arrow if =>
+	// follows) or "= x =>" (8).
+	jsMember = lazyRegexp(`\A(?:@[\w$.]+(?:\([^()]*\))?\s*)*` +
+		`((?:(?:public|private|protected|static|readonly|abstract|override|declare|accessor|async|get|set)\s+)*)(\*\s*)?` +
+		`(#?[\w$]+|\[[^\]\n]*\]|'[^'\n]*'|"[^"\n]*")\s*[?!]?\s*` +
+		`(?:(?:<(?:[^<>]|<[^<>]*>)*>\s*)?(\()|(?::[^=;\n]+)?=\s*(async\s+)?(?:(function\b\s*\*?\s*[\w$]*\s*\()|(\()|([\w$]+)\s*=>))`)
+	jsArrowTail = lazyRegexp(`\A\s*(?::[^=;{\n]+)?=>`)
 )
 
 func scanJS(src []byte) *Symbols {
@@ -110,6 +120,9 @@ func scanJS(src []byte) *Symbols {
 			kind = "enum"
 		}
 		types = append(types, TypeDecl{Name: name, Kind: kind, Line: at(m[0])})
+		if kind == "class" {
+			funcs = append(funcs, jsMethods(text, name, m[1], at)...)
+		}
 	}
 	for _, m := range jsTypeAlias().FindAllStringSubmatchIndex(text, -1) {
 		types = append(types, TypeDecl{Name: text[m[2]:m[3]], Kind: "type", Line: at(m[0])})
@@ -120,6 +133,139 @@ func scanJS(src []byte) *Symbols {
 	exports = dedupe(exports)
 	return &Symbols{Exports: &exports, Imports: &imports, Functions: &funcs, Types: &types}
 }
+
+// jsMethods lists the methods of the class whose head ends at text[from:],
+// as Class.name: those with a body, abstract ones and overload signatures
+// (the first of a name), and properties holding a function. The body is
+// walked bracket by bracket, skipping strings, and a member may start at
+// its top level after "{", ";", "}" or a line break (members need no ";").
+// A regex literal with an unbalanced bracket can throw it off: the
+// scanners are line-exact, not a full parser.
+func jsMethods(text, class string, from int, at func(int) int) []Function {
+	open := jsClassBody(text, from)
+	if open < 0 {
+		return nil
+	}
+	var methods []Function
+	seen := map[string]bool{}
+	depth, memberStart := 0, true
+	for i := open + 1; i < len(text); i++ {
+		c := text[i]
+		if depth == 0 && memberStart && !isSpace(c) {
+			memberStart = false
+			if f, next, ok := jsMethod(text, i, class); ok {
+				if key := f.Name + " " + strings.Join(f.Modifiers, " "); !seen[key] {
+					seen[key] = true
+					f.Line = at(f.Line)
+					methods = append(methods, f)
+				}
+				i = next - 1 // resume at the parameters' "(" or after "=>"
+				continue
+			}
+		}
+		switch c {
+		case '"', '\'', '`':
+			i = skipQuoted(text, i)
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth == 0 {
+				return methods // the class body's "}"
+			}
+			depth--
+			memberStart = depth == 0 && c == '}'
+		case ';', '\n':
+			memberStart = memberStart || depth == 0
+		}
+	}
+	return methods
+}
+
+// jsMethod reads the member starting at text[i] if it is a method, returning
+// it with Line holding the offset of its modifiers or name, and where to
+// resume scanning.
+func jsMethod(text string, i int, class string) (f Function, next int, ok bool) {
+	m := jsMember().FindStringSubmatchIndex(text[i:])
+	if m == nil {
+		return f, 0, false
+	}
+	f = Function{Name: class + "." + text[i+m[6]:i+m[7]], Line: i + m[2], Params: []string{}, Modifiers: strings.Fields(text[i+m[2] : i+m[3]])}
+	if m[10] >= 0 {
+		f.Modifiers = append(f.Modifiers, "async")
+	}
+	if m[16] >= 0 { // x = y => …
+		f.Params = []string{text[i+m[16] : i+m[17]]}
+		return f, i + m[1], true
+	}
+	paren := i + m[1] - 1
+	end := closingParen(text, paren)
+	if end < 0 {
+		return f, 0, false
+	}
+	if m[14] >= 0 && !jsArrowTail().MatchString(text[end+1:]) {
+		return f, 0, false // x = (a + b): a value, not a function
+	}
+	f.Params = splitList(text[paren+1 : end])
+	return f, paren, true
+}
+
+// jsClassBody finds the "{" opening a class body after its head (extends
+// and implements clauses, type arguments), or -1.
+func jsClassBody(text string, from int) int {
+	depth := 0
+	for i := from; i < len(text); i++ {
+		switch text[i] {
+		case '(', '[', '<':
+			depth++
+		case ')', ']', '>':
+			depth = max(depth-1, 0)
+		case '{':
+			if depth == 0 {
+				return i
+			}
+		case ';':
+			return -1
+		}
+	}
+	return -1
+}
+
+// closingParen finds the ")" matching the "(" at text[open], skipping
+// strings and nested brackets, or -1.
+func closingParen(text string, open int) int {
+	depth := 0
+	for i := open; i < len(text); i++ {
+		switch text[i] {
+		case '"', '\'', '`':
+			i = skipQuoted(text, i)
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// skipQuoted returns the index of the quote closing the string that opens
+// at text[i] (the end of the text if none; a line break ends a ' or "
+// string, as blankComments has it).
+func skipQuoted(text string, i int) int {
+	quote := text[i]
+	for i++; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '\\':
+			i++
+		case c == quote || (c == '\n' && quote != '`'):
+			return i
+		}
+	}
+	return len(text)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // importClause lists the names an import or require binds: the default
 // name, "* as ns", and each named import (type-only markers dropped).

@@ -1,0 +1,218 @@
+package extract
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// MarshalJSON encodes the answer as encoding/json would, byte for byte, but
+// without reflection for what a big call is made of: thousands of results,
+// each with its matches. Through reflection, encoding was the largest part of
+// a pattern search over a big tree; the rarer parts of a result (frontmatter
+// data, symbols, dependencies) still go through encoding/json.
+func (d Data) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, d.sizeHint())
+	b = append(b, `{"task_type":`...)
+	b = appendString(b, d.TaskType)
+	b = append(b, `,"results":{`...)
+	for i, name := range slices.Sorted(maps.Keys(d.Results)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, name)
+		b = append(b, ':')
+		var err error
+		if b, err = d.Results[name].appendJSON(b); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `},"stats":`...)
+	b, err := appendMarshal(b, d.Stats)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// sizeHint is about the encoded size of d's names and matches, so the
+// buffer is allocated once rather than grown and copied a dozen times.
+func (d Data) sizeHint() int {
+	n := 256
+	for name, r := range d.Results {
+		n += len(name) + 64
+		for _, m := range r.Matches {
+			n += len(m.Pattern) + len(m.Match) + len(m.Text) + 64
+		}
+	}
+	return n
+}
+
+// appendJSON appends r as encoding/json encodes FileResult: fields in
+// declaration order, empty ones omitted, Symbols' fields promoted.
+func (r FileResult) appendJSON(b []byte) ([]byte, error) {
+	var err error
+	b = append(b, `{"found":`...)
+	b = strconv.AppendBool(b, r.Found)
+	field := func(name string) { b = append(append(append(b, `,"`...), name...), `":`...) }
+	if r.Language != "" {
+		field("language")
+		b = appendString(b, r.Language)
+	}
+	if r.Format != "" {
+		field("format")
+		b = appendString(b, r.Format)
+	}
+	if len(r.Data) > 0 {
+		field("data")
+		if b, err = appendMarshal(b, r.Data); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.Lines) > 0 {
+		field("lines")
+		if b, err = appendMarshal(b, r.Lines); err != nil {
+			return nil, err
+		}
+	}
+	if len(r.LineNumbers) > 0 {
+		field("line_numbers")
+		b = append(b, '[')
+		for i, n := range r.LineNumbers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(n), 10)
+		}
+		b = append(b, ']')
+	}
+	if len(r.Matches) > 0 {
+		field("matches")
+		b = append(b, '[')
+		for i, m := range r.Matches {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = m.appendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	if r.Truncated {
+		field("truncated")
+		b = append(b, "true"...)
+	}
+	if r.Symbols != nil {
+		// Promoted fields: Symbols' own object, its { turned into a comma
+		// and its } dropped; nothing when every field was omitted.
+		start := len(b)
+		if b, err = appendMarshal(b, r.Symbols); err != nil {
+			return nil, err
+		}
+		if len(b)-start > len("{}") {
+			b[start] = ','
+			b = b[:len(b)-1]
+		} else {
+			b = b[:start]
+		}
+	}
+	if r.Dependencies != nil {
+		field("dependencies")
+		if b, err = appendMarshal(b, r.Dependencies); err != nil {
+			return nil, err
+		}
+	}
+	if r.Error != "" {
+		field("error")
+		b = appendString(b, r.Error)
+	}
+	if r.ErrorCategory != "" {
+		field("error_category")
+		b = appendString(b, r.ErrorCategory)
+	}
+	if r.Cached {
+		field("cached")
+		b = append(b, "true"...)
+	}
+	return append(b, '}'), nil
+}
+
+func (m Match) appendJSON(b []byte) []byte {
+	b = append(b, `{"pattern":`...)
+	b = appendString(b, m.Pattern)
+	b = append(b, `,"line":`...)
+	b = strconv.AppendInt(b, int64(m.Line), 10)
+	b = append(b, `,"column":`...)
+	b = strconv.AppendInt(b, int64(m.Column), 10)
+	b = append(b, `,"match":`...)
+	b = appendString(b, m.Match)
+	b = append(b, `,"text":`...)
+	b = appendString(b, m.Text)
+	return append(b, '}')
+}
+
+// appendMarshal appends v encoded by encoding/json, without HTML escaping
+// like the rest (see appendString).
+func appendMarshal(b []byte, v any) ([]byte, error) {
+	buf := bytes.NewBuffer(b)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// appendString appends s as a JSON string exactly as encoding/json writes
+// it without HTML escaping (which, when wanted, encoding/json applies to
+// a Marshaler's output itself): invalid UTF-8 becomes U+FFFD, and U+2028
+// and U+2029 are escaped.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, `\b`...)
+			case '\f':
+				b = append(b, `\f`...)
+			case '\n':
+				b = append(b, `\n`...)
+			case '\r':
+				b = append(b, `\r`...)
+			case '\t':
+				b = append(b, `\t`...)
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
+}
