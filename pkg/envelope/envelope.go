@@ -9,6 +9,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"lmtool.dev/lm/pkg/jsonio"
@@ -38,23 +39,37 @@ func OK[T any](data T, bytesRead int64) Result[T] {
 	return Result[T]{Success: true, Data: &data, Confidence: 1, Recoverable: true, BytesRead: bytesRead}
 }
 
-// MarshalJSON encodes the envelope, filling tokens_saved from the size of
-// the encoded data: the data is encoded once, here, rather than once to
-// measure it and again to print it (it can be megabytes of matches).
-func (r Result[T]) MarshalJSON() ([]byte, error) {
-	data, err := jsonio.Marshal(r.Data)
-	if err != nil {
+// MarshalJSON encodes the envelope; see CompactJSON.
+func (r Result[T]) MarshalJSON() ([]byte, error) { return r.CompactJSON() }
+
+// CompactJSON encodes the envelope, filling tokens_saved from the size of
+// the encoded data. The data is encoded once and spliced into the envelope
+// rather than re-scanned: it can be megabytes of matches.
+func (r Result[T]) CompactJSON() ([]byte, error) {
+	var data []byte
+	var err error
+	if r.Data == nil {
+		data = []byte("null")
+	} else if data, err = jsonio.Marshal(*r.Data); err != nil {
 		return nil, err
 	}
 	saved := 0
 	if n := (r.BytesRead - int64(len(data))) / bytesPerToken; r.Data != nil && n > 0 {
 		saved = int(n)
 	}
-	return jsonio.Marshal(wire{
-		Success: r.Success, Data: data, Error: r.Error, ErrorCategory: r.ErrorCategory,
+	head, err := jsonio.Marshal(wire{
+		Success: r.Success, Data: json.RawMessage("null"), Error: r.Error, ErrorCategory: r.ErrorCategory,
 		Recoverable: r.Recoverable, Suggestion: r.Suggestion, Confidence: r.Confidence,
 		TokensUsed: r.TokensUsed, BytesRead: r.BytesRead, TokensSaved: saved,
 	})
+	if err != nil {
+		return nil, err
+	}
+	// head is {"success":…,"data":null,…}: data is its second field.
+	at := bytes.Index(head, []byte(`,"data":null`)) + len(`,"data":`)
+	out := make([]byte, 0, len(head)+len(data))
+	out = append(append(append(out, head[:at]...), data...), head[at+len("null"):]...)
+	return out, nil
 }
 
 // wire is Result as encoded, with the data already in JSON.

@@ -14,7 +14,11 @@ import (
 // each with its matches. Through reflection, encoding was the largest part of
 // a pattern search over a big tree; the rarer parts of a result (frontmatter
 // data, symbols, dependencies) still go through encoding/json.
-func (d Data) MarshalJSON() ([]byte, error) {
+func (d Data) MarshalJSON() ([]byte, error) { return d.CompactJSON() }
+
+// CompactJSON is MarshalJSON without encoding/json's re-scan of the result
+// (see jsonio.CompactMarshaler).
+func (d Data) CompactJSON() ([]byte, error) {
 	b := make([]byte, 0, d.sizeHint())
 	b = append(b, `{"task_type":`...)
 	b = appendString(b, d.TaskType)

@@ -130,9 +130,23 @@ func (p *Printer) write(data []byte, pretty bool) error {
 	return err
 }
 
+// CompactMarshaler is implemented by types that encode themselves as
+// compact, valid JSON without HTML escaping, as [Marshal] would.
+type CompactMarshaler interface {
+	CompactJSON() ([]byte, error)
+}
+
 // Marshal encodes v as compact JSON without escaping <, > and &, which
 // instruction texts and code are full of.
+//
+// A value with a CompactJSON method is trusted to encode itself as compact,
+// valid JSON and is not re-scanned: encoding/json checks and compacts the
+// output of every MarshalJSON, which for large results (thousands of
+// matches, wrapped in an envelope) cost more than encoding them.
 func Marshal(v any) ([]byte, error) {
+	if c, ok := v.(CompactMarshaler); ok {
+		return c.CompactJSON()
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
