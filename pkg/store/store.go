@@ -132,7 +132,16 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 
 	// Every lm process takes the sidecar lock first, so bbolt's own flock
 	// only waits on foreign tools holding the file.
-	db, err := bolt.Open(s.Path, 0o600, &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write})
+	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write}
+	if write {
+		// Address space reserved past the file's end spares a growing
+		// transaction the remaps (each copying every node it touched)
+		// bbolt does as the file doubles: a 100,000-instruction batch adds
+		// half as fast without it. It costs no memory, and per-call commits
+		// measured the same.
+		opts.InitialMmapSize = 256 << 20
+	}
+	db, err := bolt.Open(s.Path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
 	}
