@@ -149,16 +149,25 @@ func jsonErrors(root *ucli.Command) bool {
 // env builds the operation environment from the global flags. Nothing is
 // opened here: the store opens per transaction.
 func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
+	st := store.Unusable(op.Errorf(op.KindInvalid, "cannot locate lm's store").
+		WithHint("set LM_HOME, XDG_DATA_HOME or HOME, or pass --store"))
 	path, err := store.Locate(cmd.String("store"))
-	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "%w", err)
+	if err == nil {
+		st = store.New(path, cmd.Duration("lock-timeout"))
 	}
 	home, err := store.Home()
-	if err != nil {
+	switch {
+	case err == nil:
+	case path != "":
 		home = filepath.Dir(path)
+	default:
+		// Nowhere to keep files: nothing is configured (allowlists deny,
+		// settings default) and nothing can be written, rather than
+		// reading lm's files from whatever directory this runs in.
+		home = "/nonexistent/lm-home"
 	}
 	return &op.Env{
-		Store:       store.New(path, cmd.Duration("lock-timeout")),
+		Store:       st,
 		Home:        home,
 		Stderr:      a.streams.Err,
 		Now:         time.Now,

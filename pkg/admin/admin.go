@@ -18,6 +18,9 @@ type PathOutput struct {
 }
 
 func storePath(_ context.Context, env *op.Env, _ struct{}) (PathOutput, error) {
+	if err := env.Store.Err(); err != nil {
+		return PathOutput{}, err
+	}
 	return PathOutput{Path: env.Store.Path, Home: env.Home}, nil
 }
 

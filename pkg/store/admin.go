@@ -21,6 +21,9 @@ type Info struct {
 
 // Stat reads the store's size, schema version and bucket sizes.
 func (s *Store) Stat(ctx context.Context) (Info, error) {
+	if s.err != nil {
+		return Info{}, s.err
+	}
 	info := Info{Path: s.Path, BinarySchema: SchemaVersion, Buckets: map[string]int{}}
 	fi, err := os.Stat(s.Path)
 	if os.IsNotExist(err) {

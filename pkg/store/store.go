@@ -62,7 +62,17 @@ func (e *VersionError) Error() string {
 type Store struct {
 	Path        string
 	LockTimeout time.Duration
+	// err, when set, is why there is no store to use (see Unusable).
+	err error
 }
+
+// Unusable returns a handle whose every use fails with err: a process that
+// cannot locate its store (no HOME, no LM_HOME) may still run commands that
+// never touch it, such as lm version.
+func Unusable(err error) *Store { return &Store{err: err} }
+
+// Err is why the store cannot be used, if it cannot.
+func (s *Store) Err() error { return s.err }
 
 // New returns a handle for the store at path.
 func New(path string, lockTimeout time.Duration) *Store {
@@ -93,6 +103,9 @@ func (s *Store) Update(ctx context.Context, fn func(*bolt.Tx) error) error {
 // View runs fn in a read-only transaction. A store that does not exist yet
 // is created first, so readers see an empty, current store.
 func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if s.err != nil {
+		return s.err
+	}
 	if _, err := os.Stat(s.Path); errors.Is(err, os.ErrNotExist) {
 		if err := s.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
 			return err
@@ -112,6 +125,9 @@ func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
 var errNeedsMigration = errors.New("store needs migration")
 
 func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) error {
+	if s.err != nil {
+		return s.err
+	}
 	mu := s.processMutex()
 	mu.Lock()
 	defer mu.Unlock()

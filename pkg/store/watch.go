@@ -28,6 +28,9 @@ type hub struct {
 // Subscribe before reading the state you wait on, so no change is missed.
 // Call cancel to unsubscribe.
 func (s *Store) Watch() (changes <-chan struct{}, cancel func(), err error) {
+	if s.err != nil {
+		return nil, nil, s.err
+	}
 	h, err := s.hub()
 	if err != nil {
 		return nil, nil, err
