@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/npmtest"
@@ -184,4 +188,155 @@ func TestAskRouteWithoutAModel(t *testing.T) {
 func jsonText(v any) string {
 	data, _ := json.Marshal(v)
 	return string(data)
+}
+
+// selectOption picks a <select>'s option as a person would.
+func selectOption(sel, value string) chromedp.Action[chromedp.Void] {
+	v, _ := json.Marshal(value)
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(() => { const e = document.querySelector(`+quote(sel)+`); e.value = `+string(v)+`; e.dispatchEvent(new Event("change", {bubbles: true})); return true })()`)(ctx, t)
+		return err
+	})
+}
+
+func TestAskViewInBrowser(t *testing.T) {
+	m := newFakeModel(t,
+		`{"action":"call","tool":"get-sum","arguments":{"a":40,"b":1},"reason":"get-sum adds two numbers"}`,
+		`{"action":"done","answer":"40 and 2 make 42."}`,
+		`{"action":"call","tool":"echo","arguments":{"message":"hello <b>there</b>"},"reason":"echo repeats a message"}`,
+	)
+	g := startIn(t, askHome(t, m), gateway.Options{})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text"),
+		chromedp.Click("body", chromedp.NodeVisible), chromedp.KeyEvent("a")); err != nil {
+		t.Fatal(err)
+	}
+	if hash, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash`)); hash != "#ask" {
+		t.Fatalf("a went to %q", hash)
+	}
+	if focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); focused != "ask-text" {
+		t.Errorf("a focused %q, not the request", focused)
+	}
+	// The first server cannot start: the page says so.
+	waitText(t, ctx, "#ask-conn", contains("cannot connect to broken"), "a server that is down")
+	if err := chromedp.Do(ctx, selectOption("#ask-server", "everything")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#ask-conn", contains("connected ·"), "connected to everything")
+	waitText(t, ctx, "#ask-tools", contains("get-sum"), "the tools")
+
+	// Ask with the keyboard; the proposal shows with the model's reason.
+	if err := chromedp.Do(ctx, setValue("#ask-text", ""), chromedp.SendKeys("#ask-text", "add 40 and 2"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".proposal .tool", contains("get-sum"), "the proposal")
+	waitText(t, ctx, ".proposal .reason", contains("get-sum adds two numbers"), "the model's reason")
+	waitText(t, ctx, ".proposal .json", contains(`"b": 1`), "the proposed arguments")
+	if focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.className`)); !strings.Contains(focused, "proposal") {
+		t.Errorf("the focus is on %q, not the proposal", focused)
+	}
+
+	// Edit: JSON that does not parse, then arguments the tool's schema
+	// refuses, are shown inline and nothing runs; then the fix runs.
+	click(t, ctx, ".proposal .card-actions button:nth-of-type(2)")
+	for _, tc := range []struct{ args, want string }{
+		{`{"a": 40, "b": 2`, "not valid JSON"},
+		{`{"a": 40, "b": "two"}`, `"b" must be number`},
+	} {
+		if err := chromedp.Do(ctx, setValue(".proposal textarea", tc.args)); err != nil {
+			t.Fatal(err)
+		}
+		click(t, ctx, ".proposal .btn-primary")
+		waitText(t, ctx, ".proposal .form-error", contains(tc.want), "the invalid edit's error")
+	}
+	shot(t, ctx, "ask-edit-light")
+	checkContrast(t, ctx, "ask, editing, light")
+	if err := chromedp.Do(ctx, setValue(".proposal textarea", `{"a": 40, "b": 2}`)); err != nil {
+		t.Fatal(err)
+	}
+	click(t, ctx, ".proposal .btn-primary")
+	waitText(t, ctx, ".result", contains("The sum of 40 and 2 is 42."), "the result")
+	waitText(t, ctx, ".proposal .tag", contains("edited"), "the verdict")
+	waitText(t, ctx, "#ask-history", contains("get-sum"), "the call in the recent calls")
+
+	// Ask again with the result: the model is sent what ran.
+	click(t, ctx, ".result .card-actions button")
+	waitText(t, ctx, "#ask-followup", contains("the result of get-sum"), "the follow-up")
+	click(t, ctx, "#ask-submit")
+	waitText(t, ctx, ".bubble.answer", contains("40 and 2 make 42."), "the model's answer")
+	if sent := m.lastRequest(); !strings.Contains(sent, `I changed the arguments before running the call: {"a":40,"b":2}`) ||
+		!strings.Contains(sent, "The result of get-sum") {
+		t.Errorf("the follow-up sent the model:\n%s", sent)
+	}
+
+	// A new request, rejected from the keyboard: nothing runs. What the
+	// model wrote is shown as text.
+	if err := chromedp.Do(ctx, setValue("#ask-text", "say hello"), chromedp.Click("#ask-submit")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".turn:last-child .proposal .tool", contains("echo"), "the second proposal")
+	waitText(t, ctx, ".turn:last-child .proposal .json", contains("<b>there</b>"), "markup from the model, as text")
+	if err := chromedp.Do(ctx, chromedp.KeyEvent("n")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".turn:last-child .proposal", contains("Rejected: nothing ran."), "the rejection")
+	if focused, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); focused != "ask-text" {
+		t.Errorf("after a rejection the focus is on %q, not the request", focused)
+	}
+	// CDP types the key's character after the keydown the page handled,
+	// which a real browser would not.
+	if err := chromedp.Do(ctx, setValue("#ask-text", "")); err != nil {
+		t.Fatal(err)
+	}
+	code, body := g.do("GET", "/api/history", "")
+	if items := body["items"].([]any); code != 200 || len(items) != 1 || items[0].(map[string]any)["approval"] != "approved" {
+		t.Errorf("history after an edited call and a rejected one: %v", body)
+	}
+
+	shot(t, ctx, "ask-light")
+	checkContrast(t, ctx, "ask, light")
+	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
+		t.Fatal(err)
+	}
+	shot(t, ctx, "ask-dark")
+	checkContrast(t, ctx, "ask, dark")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Sleep(200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	// A mobile viewport widens itself to fit the page, so the width to
+	// stay within is the phone's.
+	if width, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); width > 390 {
+		t.Errorf("the Ask view is %d px wide on a 390 px phone", width)
+	}
+	shot(t, ctx, "ask-phone-dark")
+	checkContrast(t, ctx, "ask, phone, dark")
+	chromedp.Do(ctx, chromedp.Click("#theme-toggle"))
+	shot(t, ctx, "ask-phone-light")
+	checkContrast(t, ctx, "ask, phone, light")
+
+	// The chosen server is remembered.
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#ask-conn", contains("connected ·"), "connected after a reload")
+	if v, _ := chromedp.Run(ctx, chromedp.Value("#ask-server")); v != "everything" {
+		t.Errorf("after a reload the server is %q", v)
+	}
+}
+
+func TestAskViewWithoutAModel(t *testing.T) {
+	g := startIn(t, askHome(t, nil), gateway.Options{})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#ask"), chromedp.WaitVisible("#ask-text"),
+		setValue("#ask-text", "add 40 and 2"), chromedp.Click("#ask-submit")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".card-error", contains("No model is configured"), "the missing model")
+	waitText(t, ctx, ".card-error .suggestion", contains("LM_MODEL"), "the setting to add")
+	if v, _ := chromedp.Run(ctx, chromedp.Value("#ask-text")); v != "add 40 and 2" {
+		t.Errorf("the request to send again is %q", v)
+	}
+	shot(t, ctx, "ask-no-model")
+	checkContrast(t, ctx, "ask, no model")
 }
