@@ -209,7 +209,9 @@ export function askView({ onAuth, announce }) {
     const category = err instanceof APIError ? err.body.error_category : "";
     const title = {
       model_unavailable: "No model is configured",
-      tool_error: "The tool reported an error",
+      ollama_unavailable: "The model cannot be reached",
+      model_not_loaded: "The model is not available",
+      invalid_output: "The model proposed no usable call",
       unavailable: "The server cannot be reached",
     }[category] || "The request failed";
     const card = el("section", { className: "card card-error", role: "alert" },
