@@ -300,3 +300,27 @@ func TestSequenceStopsAtTheFailingStep(t *testing.T) {
 		t.Errorf("stderr: %s", stderr.String())
 	}
 }
+
+func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	httpServer(t, bin, port)
+	env := newEnv(t, false)
+	var callOp op.Operation
+	for _, o := range agent.Ops() {
+		if o.Info().Name == "servers_call" {
+			callOp = o
+		}
+	}
+	input := json.RawMessage(fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","tool":"echo","arguments":{"message":"hi"}}`, port))
+	for _, ctx := range []context.Context{context.Background(), agent.PersonApproved(context.Background())} {
+		if _, err := callOp.Call(ctx, env, input); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist, _ := call(t, env, "servers_history", `{}`)
+	items := hist.(agent.HistoryOutput).Items
+	if len(items) != 2 || items[0].Approval != agent.Auto || items[1].Approval != agent.Approved {
+		t.Errorf("an agent's call, then one a person approved on the page: %s", jsonOf(items))
+	}
+}

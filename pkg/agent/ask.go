@@ -24,10 +24,20 @@ const resultLimit = 16 << 10
 // AskInput is a request in natural language to one server.
 type AskInput struct {
 	TargetInput
-	Request  string `json:"request,omitempty" jsonschema:"what to do, in natural language"`
-	Yes      bool   `json:"yes,omitempty" jsonschema:"run every proposed call without asking (recorded as auto in the history); command line only"`
-	DryRun   bool   `json:"dry_run,omitempty" jsonschema:"only show the first proposed call; run nothing"`
-	MaxSteps int    `json:"max_steps,omitempty" jsonschema:"run at most this many calls for the request (default 5)"`
+	Request  string    `json:"request,omitempty" jsonschema:"what to do, in natural language"`
+	Yes      bool      `json:"yes,omitempty" jsonschema:"run every proposed call without asking (recorded as auto in the history); command line only"`
+	DryRun   bool      `json:"dry_run,omitempty" jsonschema:"only show the first proposed call; run nothing"`
+	MaxSteps int       `json:"max_steps,omitempty" jsonschema:"run at most this many calls for the request (default 5)"`
+	Previous []AskTurn `json:"previous,omitempty" jsonschema:"earlier requests to the same server and what became of them, oldest first: the model reads the request as their follow-up"`
+}
+
+// AskTurn is an earlier request of a conversation and what became of it —
+// the calls proposed, their approval and results, the model's answer — so
+// a follow-up is read against it.
+type AskTurn struct {
+	Request string    `json:"request"`
+	Steps   []AskStep `json:"steps,omitempty"`
+	Answer  string    `json:"answer,omitempty"`
 }
 
 // The ways a request ends.
@@ -115,10 +125,11 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	for _, t := range tools {
 		c.tools[t.Name] = t
 	}
-	c.messages = []model.Message{
-		{Role: "system", Content: systemPrompt(s.target, tools)},
-		{Role: "user", Content: in.Request},
+	c.messages = []model.Message{{Role: "system", Content: systemPrompt(s.target, tools)}}
+	for _, turn := range in.Previous {
+		c.replay(turn)
 	}
+	c.messages = append(c.messages, model.Message{Role: "user", Content: in.Request})
 	return c.run(ctx)
 }
 
@@ -169,8 +180,7 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 		step := AskStep{Proposal: p, Approval: verdict}
 		if verdict == VerdictEdited {
 			step.Arguments = args
-			data, _ := json.Marshal(args)
-			c.messages = append(c.messages, model.Message{Role: "user", Content: "I changed the arguments before running the call: " + string(data)})
+			c.messages = append(c.messages, editedMessage(args))
 		}
 		switch verdict {
 		case VerdictProposed:
@@ -265,9 +275,46 @@ func (c *conversation) check(p Proposal, final bool) error {
 // tell shows the model a call's result or its tool's error, followed by
 // what to do next, and the person the start of it.
 func (c *conversation) tell(tool string, result any, err error, next string) {
-	text := ""
+	failure := ""
 	if err != nil {
-		text = "The call of " + tool + " failed: " + err.Error()
+		failure = err.Error()
+	}
+	text := outcomeText(tool, result, failure)
+	showResult(c.env.Stderr, text)
+	c.messages = append(c.messages, model.Message{Role: "user", Content: text + "\n" + next})
+}
+
+// replay puts an earlier request of the conversation into the messages as
+// it went: the request, each proposal with what the person made of it and
+// the call's outcome, and the model's answer.
+func (c *conversation) replay(t AskTurn) {
+	c.messages = append(c.messages, model.Message{Role: "user", Content: t.Request})
+	for _, s := range t.Steps {
+		proposal, _ := json.Marshal(s.Proposal)
+		c.messages = append(c.messages, model.Message{Role: "assistant", Content: string(proposal)})
+		switch {
+		case s.Approval == VerdictRejected:
+			c.messages = append(c.messages, model.Message{Role: "user", Content: "I rejected that call; it did not run."})
+		case s.Approval == VerdictProposed:
+			c.messages = append(c.messages, model.Message{Role: "user", Content: "That call did not run."})
+		default:
+			if s.Arguments != nil {
+				c.messages = append(c.messages, editedMessage(s.Arguments))
+			}
+			c.messages = append(c.messages, model.Message{Role: "user", Content: outcomeText(s.Proposal.Tool, s.Result, s.Error)})
+		}
+	}
+	if t.Answer != "" {
+		answer, _ := json.Marshal(Proposal{Action: ActionDone, Answer: t.Answer})
+		c.messages = append(c.messages, model.Message{Role: "assistant", Content: string(answer)})
+	}
+}
+
+// outcomeText is a call's result or failure as the model is shown it.
+func outcomeText(tool string, result any, failure string) string {
+	text := ""
+	if failure != "" {
+		text = "The call of " + tool + " failed: " + failure
 	} else {
 		data, _ := json.Marshal(result)
 		text = "The result of " + tool + ": " + string(data)
@@ -275,8 +322,14 @@ func (c *conversation) tell(tool string, result any, err error, next string) {
 	if len(text) > resultLimit {
 		text = text[:resultLimit] + " … (cut)"
 	}
-	showResult(c.env.Stderr, text)
-	c.messages = append(c.messages, model.Message{Role: "user", Content: text + "\n" + next})
+	return text
+}
+
+// editedMessage tells the model the person changed a call's arguments, so
+// it reads the result against what actually ran.
+func editedMessage(args map[string]any) model.Message {
+	data, _ := json.Marshal(args)
+	return model.Message{Role: "user", Content: "I changed the arguments before running the call: " + string(data)}
 }
 
 // fail ends the request with err. Before any step it is an ordinary error;

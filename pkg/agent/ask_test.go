@@ -231,3 +231,38 @@ func TestAskRefusals(t *testing.T) {
 		t.Errorf("the hint does not name the setting: %q", e.Suggestion)
 	}
 }
+
+func TestAskFollowsUpOnPreviousTurns(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	httpServer(t, bin, port)
+	env := newEnv(t, false)
+	m := newFakeModel(t, `{"action":"call","tool":"echo","arguments":{"message":"42"},"reason":"say the sum"}`)
+	m.configure(t, env.Home)
+	previous := `[{"request":"add 40 and 2","steps":[
+		{"proposal":{"action":"call","tool":"get-sum","arguments":{"a":40,"b":1}},"approval":"edited","arguments":{"a":40,"b":2},"result":[{"type":"text","text":"The sum of 40 and 2 is 42."}]},
+		{"proposal":{"action":"call","tool":"echo","arguments":{"message":"x"}},"approval":"rejected"}]}]`
+	out, err := call(t, env, "servers_ask", fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","request":"now echo it","dry_run":true,"previous":%s}`, port, previous))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ask := out.(agent.AskOutput); ask.Stopped != agent.StoppedDryRun || ask.Steps[0].Proposal.Reason != "say the sum" {
+		t.Fatalf("ask: %s", jsonOf(ask))
+	}
+	var got []string
+	for _, msg := range m.request(t, 0).Messages[1:] {
+		got = append(got, msg.Role+": "+msg.Content)
+	}
+	want := []string{
+		"user: add 40 and 2",
+		`assistant: {"action":"call","tool":"get-sum","arguments":{"a":40,"b":1}}`,
+		`user: I changed the arguments before running the call: {"a":40,"b":2}`,
+		`user: The result of get-sum: [{"text":"The sum of 40 and 2 is 42.","type":"text"}]`,
+		`assistant: {"action":"call","tool":"echo","arguments":{"message":"x"}}`,
+		"user: I rejected that call; it did not run.",
+		"user: now echo it",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the model was sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -17,7 +17,8 @@ var (
 )
 
 // Approval says who let a call run: "approved" when a person ran it from
-// the command line, "auto" when an agent or a program did.
+// the command line or approved it on the gateway's page, "auto" when an
+// agent or a program did.
 const (
 	Approved = "approved"
 	Auto     = "auto"

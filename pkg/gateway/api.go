@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
@@ -27,10 +28,15 @@ type route struct {
 	summary      string // for the OpenAPI document
 	status       int    // on success; 204 sends no body
 	body         bool   // the request has a JSON body
+	// approves: the caller is the person at the page, whose request is the
+	// approval of the call it runs (recorded as approved in the history).
+	approves bool
 }
 
 // apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
-// reordering the pending queue.
+// reordering the pending queue; and the MCP client behind the page's Ask
+// view, which reaches configured servers (or URLs) only: a stdio command is
+// refused off the command line.
 var apiRoutes = []route{
 	{method: "GET", path: "/api/status", tool: "queue_status", summary: "Server, agent, queue and settings summary", status: 200},
 	{method: "GET", path: "/api/instructions", tool: "queue_list", summary: "Instructions in queue order (?status=pending|consumed|all)", status: 200},
@@ -41,6 +47,11 @@ var apiRoutes = []route{
 	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
 	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
 	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings", status: 200, body: true},
+	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
+	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
+	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},
+	{method: "POST", path: "/api/call", tool: "servers_call", summary: "Run a tool call the person approved, recorded as approved", status: 200, body: true, approves: true},
+	{method: "GET", path: "/api/history", tool: "servers_history", summary: "The tool calls made, oldest first", status: 200},
 }
 
 func (s *Server) apiHandler(rt route) http.Handler {
@@ -53,7 +64,11 @@ func (s *Server) apiHandler(rt route) http.Handler {
 		}
 		env := s.opts.Env
 		env.Client = "web"
-		out, err := o.Call(r.Context(), &env, input)
+		ctx := r.Context()
+		if rt.approves {
+			ctx = agent.PersonApproved(ctx)
+		}
+		out, err := o.Call(ctx, &env, input)
 		if err != nil {
 			status := statusFor(err, http.StatusUnprocessableEntity)
 			if status >= 500 {
@@ -169,6 +184,11 @@ func wildcards(path string) []string {
 // statusFor maps an operation error's kind to an HTTP status; fallback is
 // used for invalid input.
 func statusFor(err error, invalid int) int {
+	// A tool that reports an error answered: the failure is the server's,
+	// not the gateway's.
+	if op.EnvelopeOf(err).ErrorCategory == agent.OutcomeToolError {
+		return http.StatusBadGateway
+	}
 	switch op.KindOf(err) {
 	case op.KindInvalid, op.KindChecksFailed:
 		return invalid

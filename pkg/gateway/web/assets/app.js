@@ -1,7 +1,9 @@
 // app.js — the desk: state from the API, kept live by /api/events; and the
-// switch between the desk and the servers dashboard (servers.js).
+// switch between the desk, the servers dashboard (servers.js) and the Ask
+// view (ask.js).
 import { api, APIError, AuthError, setToken } from "./api.js";
 import { connect } from "./events.js";
+import { askView } from "./ask.js";
 import { serversView } from "./servers.js";
 import { ago, clock, timeEl, refreshTimes } from "./time.js";
 
@@ -86,7 +88,7 @@ function renderPending() {
 
 function setTitle() {
   const n = pending().length;
-  document.title = `${n ? `(${n}) ` : ""}lm desk${view() === "servers" ? " · servers" : ""}`;
+  document.title = `${n ? `(${n}) ` : ""}lm desk${view() === "desk" ? "" : ` · ${view()}`}`;
 }
 
 function strip(item) {
@@ -439,6 +441,7 @@ $("token-form").addEventListener("submit", (e) => {
   $("token-error").textContent = "";
   load();
   dashboard.start();
+  if (view() === "ask") ask.show();
 });
 $("token-dialog").addEventListener("cancel", (e) => e.preventDefault());
 
@@ -466,28 +469,37 @@ async function load() {
 // The URL's hash names the view, so a view can be bookmarked and the back
 // button moves between them.
 const dashboard = serversView({ onAuth: askToken, toast, announce });
-const view = () => (location.hash === "#servers" ? "servers" : "desk");
+const ask = askView({ onAuth: askToken, announce });
+// Each view: its hash, where the skip link goes, and what gets the focus
+// when it is switched to.
+const VIEWS = {
+  desk: { hash: "", skip: ["composer-text", "Skip to the composer"] },
+  servers: { hash: "#servers", skip: ["servers-title", "Skip to the servers"], focus: () => $("servers-title").focus() },
+  ask: { hash: "#ask", skip: ["ask-text", "Skip to the request"], focus: () => ask.focus() },
+};
+const view = () => Object.keys(VIEWS).find((v) => VIEWS[v].hash === location.hash) || "desk";
 function showView(moveFocus) {
   const v = view();
-  $("view-desk").hidden = v !== "desk";
-  $("view-servers").hidden = v !== "servers";
-  for (const [id, name] of [["tab-desk", "desk"], ["tab-servers", "servers"]]) {
-    if (name === v) $(id).setAttribute("aria-current", "page"); else $(id).removeAttribute("aria-current");
+  for (const name of Object.keys(VIEWS)) {
+    $(`view-${name}`).hidden = name !== v;
+    if (name === v) $(`tab-${name}`).setAttribute("aria-current", "page"); else $(`tab-${name}`).removeAttribute("aria-current");
   }
-  const skip = $("skip");
-  skip.href = v === "desk" ? "#composer-text" : "#servers-title";
-  skip.textContent = v === "desk" ? "Skip to the composer" : "Skip to the servers";
+  const [target, text] = VIEWS[v].skip;
+  $("skip").href = `#${target}`;
+  $("skip").textContent = text;
   setTitle();
-  if (moveFocus && v === "servers") $("servers-title").focus();
+  if (v === "ask") ask.show();
+  if (moveFocus) VIEWS[v].focus?.();
 }
 function goTo(v) {
-  const hash = v === "servers" ? "#servers" : "";
+  const hash = VIEWS[v].hash;
   if (location.hash !== hash) history.pushState(null, "", hash || location.pathname);
   showView(true);
 }
 addEventListener("popstate", () => showView(false));
-$("tab-desk").addEventListener("click", (e) => { e.preventDefault(); goTo("desk"); });
-$("tab-servers").addEventListener("click", (e) => { e.preventDefault(); goTo("servers"); });
+for (const name of Object.keys(VIEWS)) {
+  $(`tab-${name}`).addEventListener("click", (e) => { e.preventDefault(); goTo(name); });
+}
 showView(false);
 
 $("rail-host").textContent = location.host;
@@ -505,6 +517,7 @@ document.addEventListener("keydown", (e) => {
   if (e.key === "n" || e.key === "/") { e.preventDefault(); goTo("desk"); $("composer-text").focus(); }
   if (e.key === "d") goTo("desk");
   if (e.key === "s") goTo("servers");
+  if (e.key === "a") { e.preventDefault(); goTo("ask"); }
   if (e.key === "t") toggleTheme();
 });
 setInterval(() => { refreshTimes(); renderAgents(); }, 10000);
