@@ -145,6 +145,16 @@ func coldStart(lm, hello string) error {
 		fmt.Println(line)
 	}
 	fmt.Println("```")
+	fmt.Println()
+	floor, own := percentile(mcpInit, 0.5), percentile(v, 0.5)-percentile(mcpInit, 0.5)
+	fmt.Printf("Linking mcp-go's server alone costs %s (%.2f× hello-world): its server package imports\n", ms(floor), float64(floor)/float64(hm))
+	fmt.Println("santhosh-tekuri/jsonschema/v6 for optional input and output validation, and that package's `init`")
+	fmt.Println("compiles the meta-schemas of five JSON Schema drafts in every process that links it. Go runs every")
+	fmt.Println("linked package's `init` before `main`, so no flag or lazy path inside lm can skip it. The ways around")
+	fmt.Println("are a fork of mcp-go or of the schema library, or a server of our own in place of mcp-go's for")
+	fmt.Printf("`lm mcp` and the gateway; each would be carried through every upgrade to save at most %s per\n", ms(floor-hm))
+	fmt.Println("process, which neither a person at a shell nor an agent's tool call (tens of milliseconds at least)")
+	fmt.Printf("can notice. lm's own start, beyond that reference, is %s (%.2f× hello-world).\n", ms(own), float64(own)/float64(hm))
 	return nil
 }
 
