@@ -84,6 +84,9 @@ func (s *Server) openAPIDocument() map[string]any {
 		"parameters": []map[string]any{{"name": "since", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}}},
 		"responses":  map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
 	}}
+	for _, rt := range otherRoutes() {
+		rt.describe(paths, errorResponse)
+	}
 	paths["/healthz"] = map[string]any{"get": map[string]any{
 		"operationId": "healthz", "summary": "Liveness: {status, server_time}; never needs the token",
 		"responses": map[string]any{"200": map[string]any{"description": "ok"}},
@@ -93,7 +96,7 @@ func (s *Server) openAPIDocument() map[string]any {
 		"info": map[string]any{
 			"title":       "lm gateway",
 			"version":     s.opts.Version,
-			"description": "The instruction queue's HTTP API. MCP clients use /mcp (streamable HTTP) or /mcp/sse (legacy HTTP+SSE) instead.",
+			"description": "The instruction queue's HTTP API, the MCP client behind the page's Ask view, the hub of MCP servers (spec 004), spec 002's tool protocol, and the MCP endpoints themselves (/mcp, /mcp/{server}, /mcp/sse).",
 		},
 		"components": map[string]any{"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}}},
 		"security":   []map[string]any{{"bearer": []string{}}},
@@ -122,7 +125,7 @@ var docsPage = template.Must(template.New("docs").Parse(`<!doctype html>
 <title>lm gateway — API</title><link rel="stylesheet" href="/assets/app.css"></head>
 <body class="docs"><main class="docs-main">
 <header class="docs-head"><a class="wordmark" href="/">lm<span>·</span>desk</a><h1>HTTP API</h1>
-<p>Every route calls the same operation as the CLI and the MCP tool named beside it. Errors are JSON:
+<p>Each route under <code>/api</code> calls the same operation as the CLI and the MCP tool named beside it. Errors are JSON:
 <code>{"success": false, "error", "error_category", "recoverable", "suggestion", "exit_code"}</code>.
 Machine-readable: <a href="/openapi.json">/openapi.json</a>. MCP: <code>/mcp</code> (streamable HTTP), <code>/mcp/sse</code> (legacy SSE).</p></header>
 {{range .}}<section class="docs-route"><h2><span class="verb verb-{{.Method}}">{{.Method}}</span> <code>{{.Path}}</code></h2>
@@ -151,6 +154,16 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 	entries = append(entries,
 		entry{Method: "GET", Path: "/api/events", Status: 200, Summary: "Live events as Server-Sent Events; resume with Last-Event-ID or ?since=ID"},
 		entry{Method: "GET", Path: "/healthz", Status: 200, Summary: "Liveness, without the token"})
+	for _, rt := range otherRoutes() {
+		e := entry{Method: rt.method, Path: rt.path, Summary: rt.summary, Status: rt.status}
+		if rt.in != nil {
+			e.Input = indent(rt.in)
+		}
+		if rt.out != nil {
+			e.Output = indent(rt.out)
+		}
+		entries = append(entries, e)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := docsPage.Execute(w, entries); err != nil {
 		s.opts.Log.Warn("render /docs", "err", err)

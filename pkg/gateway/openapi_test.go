@@ -1,0 +1,66 @@
+package gateway_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/pkg/gateway"
+)
+
+// TestEveryDocumentedRouteIsServed probes each method and path of
+// /openapi.json: none may fall through to the router's 404 or 405, so the
+// document cannot describe a route that does not exist. It also checks
+// the document covers the hub and the protocols beside the queue's API.
+func TestEveryDocumentedRouteIsServed(t *testing.T) {
+	g := start(t, gateway.Options{})
+	code, doc := g.do("GET", "/openapi.json", "")
+	if code != 200 {
+		t.Fatalf("GET /openapi.json = %d", code)
+	}
+	paths, _ := doc["paths"].(map[string]any)
+	for _, p := range []string{"/health", "/servers/{server}", "/servers/install", "/cache", "/mcp", "/mcp/{server}", "/sse", "/messages", "/ollama/enhance", "/api/events"} {
+		if paths[p] == nil {
+			t.Errorf("/openapi.json does not describe %s", p)
+		}
+	}
+	var routes []string
+	for p, methods := range paths {
+		for m := range methods.(map[string]any) {
+			routes = append(routes, strings.ToUpper(m)+" "+p)
+		}
+	}
+	sort.Strings(routes)
+	fill := strings.NewReplacer("{id}", "nosuch", "{server}", "nosuch")
+	for _, rt := range routes {
+		method, path, _ := strings.Cut(rt, " ")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		req, err := http.NewRequestWithContext(ctx, method, g.url+fill.Replace(path), strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			t.Errorf("%s: %v", rt, err)
+			continue
+		}
+		// Event streams never end: the headers are the answer.
+		var head []byte
+		if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+			head, _ = io.ReadAll(io.LimitReader(res.Body, 512))
+		}
+		res.Body.Close()
+		cancel()
+		if res.StatusCode == http.StatusMethodNotAllowed || strings.Contains(string(head), "404 page not found") ||
+			strings.Contains(string(head), "no API route") {
+			t.Errorf("%s is documented but not served: %d %s", rt, res.StatusCode, head)
+		}
+	}
+}
