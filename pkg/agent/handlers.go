@@ -280,6 +280,8 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 	r := Record{Time: now(env), Target: s.target, Tool: tool.Name, Arguments: args, Approval: approval,
 		DurationMS: time.Since(start).Milliseconds()}
 	switch {
+	case err != nil && ctx.Err() != nil:
+		r.Outcome, r.Summary = OutcomeCancelled, "stopped before the server answered: "+err.Error()
 	case err != nil:
 		r.Outcome, r.Summary = OutcomeFailed, err.Error()
 	case res.IsError:
@@ -287,7 +289,9 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 	default:
 		r.Outcome, r.Summary = OutcomeOK, resultText(res)
 	}
-	r, recErr := record(ctx, env, r)
+	// A call the caller stopped waiting for is recorded all the same: it
+	// may have run.
+	r, recErr := record(context.WithoutCancel(ctx), env, r)
 	if recErr != nil {
 		fmt.Fprintf(env.Stderr, "lm: warning: the call ran but was not recorded in the history: %v\n", recErr)
 	}

@@ -29,6 +29,9 @@ const (
 	OutcomeOK        = "ok"
 	OutcomeToolError = "tool_error"
 	OutcomeFailed    = "failed"
+	// OutcomeCancelled is a call its caller stopped waiting for: the
+	// server was told to cancel, but may have acted already.
+	OutcomeCancelled = "cancelled"
 )
 
 // summaryLimit bounds the result text kept in history.
@@ -43,7 +46,7 @@ type Record struct {
 	Arguments  map[string]any `json:"arguments"`
 	Approval   string         `json:"approval" jsonschema:"approved (a person ran it) or auto"`
 	DurationMS int64          `json:"duration_ms"`
-	Outcome    string         `json:"outcome" jsonschema:"ok, tool_error or failed"`
+	Outcome    string         `json:"outcome" jsonschema:"ok, tool_error, failed, or cancelled (the caller stopped waiting; the server may have acted)"`
 	Summary    string         `json:"summary,omitempty" jsonschema:"the start of the result's text, or the error"`
 }
 

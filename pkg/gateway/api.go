@@ -71,7 +71,12 @@ func (s *Server) apiHandler(rt route) http.Handler {
 		out, err := o.Call(ctx, &env, input)
 		if err != nil {
 			status := statusFor(err, http.StatusUnprocessableEntity)
-			if status >= 500 {
+			switch {
+			case r.Context().Err() != nil:
+				// The caller stopped waiting (the page's Stop, say): not
+				// a failure of the gateway's.
+				s.opts.Log.Info("operation abandoned by its caller", "tool", rt.tool, "err", err)
+			case status >= 500:
 				s.opts.Log.Error("operation failed", "tool", rt.tool, "err", err)
 			}
 			writeError(w, status, err)

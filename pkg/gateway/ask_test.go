@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,4 +341,84 @@ func TestAskViewWithoutAModel(t *testing.T) {
 	}
 	shot(t, ctx, "ask-no-model")
 	checkContrast(t, ctx, "ask, no model")
+}
+
+// TestAskViewStops stops waiting twice: for the model, whose request the
+// gateway then abandons, and for a long call, which is cancelled and still
+// recorded, since the server may have acted.
+func TestAskViewStops(t *testing.T) {
+	modelAsked, modelGaveUp := make(chan struct{}), make(chan struct{})
+	var requests atomic.Int32
+	m := &fakeModel{Server: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Only a request read to its end lets the server notice the
+		// client going away.
+		io.Copy(io.Discard, r.Body)
+		if requests.Add(1) == 1 {
+			close(modelAsked)
+			<-r.Context().Done() // the first request hangs until abandoned
+			close(modelGaveUp)
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]any{"done": true, "message": map[string]any{"role": "assistant",
+			"content": `{"action":"call","tool":"trigger-long-running-operation","arguments":{"duration":60,"steps":60},"reason":"it takes a minute"}`}})
+	}))}
+	t.Cleanup(m.Close)
+	g := startIn(t, askHome(t, m), gateway.Options{})
+	ctx := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#ask"), chromedp.WaitVisible("#ask-text"), selectOption("#ask-server", "everything")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#ask-conn", contains("connected ·"), "connected to everything")
+	if err := chromedp.Do(ctx, setValue("#ask-text", "take your time"), chromedp.Click("#ask-submit")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-modelAsked:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the model was never asked")
+	}
+	click(t, ctx, ".thinking-row button")
+	waitText(t, ctx, ".turn .note", contains("Stopped: nothing was proposed"), "the stopped request")
+	select {
+	case <-modelGaveUp:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gateway kept waiting for the model after the page stopped")
+	}
+
+	if err := chromedp.Do(ctx, setValue("#ask-text", "take your time"), chromedp.Click("#ask-submit")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, ".proposal .tool", contains("trigger-long-running-operation"), "the long call's proposal")
+	// Stopping while the gateway still connects to the server runs
+	// nothing and records nothing; the call stays open to approve again,
+	// each time waiting longer before stopping, until it was running.
+	for wait := time.Second; ; wait *= 2 {
+		click(t, ctx, ".proposal .btn-primary")
+		time.Sleep(wait)
+		click(t, ctx, ".proposal .card-actions button:last-of-type")
+		waitText(t, ctx, ".proposal .form-error", contains("Stopped waiting"), "the stopped call")
+		if recorded(t, g) {
+			return
+		}
+		if wait > 8*time.Second {
+			t.Fatal("a call stopped while it ran is not recorded as cancelled")
+		}
+	}
+}
+
+// recorded reports whether the history holds one cancelled call, waiting a
+// little for the gateway to notice the page went away.
+func recorded(t *testing.T, g *gw) bool {
+	for range 20 {
+		_, body := g.do("GET", "/api/history", "")
+		items, _ := body["items"].([]any)
+		if len(items) > 0 {
+			if len(items) != 1 || items[0].(map[string]any)["outcome"] != "cancelled" {
+				t.Fatalf("after stopping a running call the history is %v", body)
+			}
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }

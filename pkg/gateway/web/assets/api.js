@@ -25,8 +25,10 @@ export function headers(extra = {}) {
   return h;
 }
 
-export async function api(method, path, body, { keepalive = false } = {}) {
-  const init = { method, headers: headers(), keepalive, cache: "no-store" };
+// api calls the gateway; a signal lets the caller stop waiting (fetch then
+// rejects with an AbortError and the gateway sees the request end).
+export async function api(method, path, body, { keepalive = false, signal } = {}) {
+  const init = { method, headers: headers(), keepalive, signal, cache: "no-store" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

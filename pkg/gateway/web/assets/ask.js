@@ -14,6 +14,7 @@ const GO_ON = "Go on from this result: propose the next call, or answer my reque
 const PLACEHOLDER = "Ask in plain words, e.g. “add 40 and 2”…";
 
 const pretty = (v) => JSON.stringify(v ?? {}, null, 2);
+const stopped = (err) => err.name === "AbortError";
 const problem = (err) => (err instanceof APIError ? err.detail : `The gateway did not answer: ${err.message}`);
 
 // jsonNodes is v as indented JSON, its keys, strings, numbers and literals
@@ -167,7 +168,13 @@ export function askView({ onAuth, announce }) {
       el("div", { className: "bubble you" },
         el("div", { className: "who" }, followUp ? "You, following up · " : "You · ", el("code", { textContent: server })),
         el("p", { textContent: request })));
-    const thinking = el("p", { className: "thinking", role: "status", textContent: `The model is choosing among ${server}'s tools…` });
+    // Stop abandons the request: the gateway sees it end and stops asking
+    // the model.
+    const stop = new AbortController();
+    const stopAsk = button("Stop", "btn btn-small");
+    stopAsk.onclick = () => stop.abort();
+    const thinking = el("div", { className: "thinking-row" },
+      el("p", { className: "thinking", role: "status", textContent: `The model is choosing among ${server}'s tools…` }), stopAsk);
     li.append(thinking);
     $("ask-thread").append(li);
     $("ask-empty").hidden = true;
@@ -175,7 +182,7 @@ export function askView({ onAuth, announce }) {
     const submit = $("ask-submit");
     submit.disabled = true;
     try {
-      const out = await api("POST", "/api/ask", { server, request, dry_run: true, previous: turn.previous.map(sent) });
+      const out = await api("POST", "/api/ask", { server, request, dry_run: true, previous: turn.previous.map(sent) }, { signal: stop.signal });
       thinking.remove();
       if (out.steps.length) {
         const step = { proposal: out.steps[0].proposal, approval: "proposed" };
@@ -193,7 +200,12 @@ export function askView({ onAuth, announce }) {
     } catch (e2) {
       thinking.remove();
       if (e2 instanceof AuthError) { onAuth(); return; }
-      li.append(errorCard(e2));
+      if (stopped(e2)) {
+        li.append(el("p", { className: "note", textContent: "Stopped: nothing was proposed and nothing ran." }));
+        announce("Stopped.");
+      } else {
+        li.append(errorCard(e2));
+      }
       // The request can be sent again as it was.
       ta.value = request === GO_ON ? "" : request;
       if (followUp) setFollowUp(followUp);
@@ -233,9 +245,13 @@ export function askView({ onAuth, announce }) {
     const approve = button("Approve", "btn btn-primary");
     const edit = button("Edit");
     const reject = button("Reject");
+    const stopRun = button("Stop waiting");
+    stopRun.hidden = true;
+    let running = null; // the AbortController of the call in flight
+    stopRun.onclick = () => running?.abort();
     const actions = el("div", { className: "card-actions" },
       el("span", { className: "hint" }, el("kbd", { textContent: "y" }), " approve · ", el("kbd", { textContent: "e" }), " edit · ",
-        el("kbd", { textContent: "n" }), " reject"), error, reject, edit, approve);
+        el("kbd", { textContent: "n" }), " reject"), error, reject, edit, approve, stopRun);
     card.append(
       el("div", { className: "card-head" }, el("h3", { className: "label", textContent: "Proposed call" }),
         el("code", { className: "tool", textContent: p.tool })),
@@ -263,6 +279,8 @@ export function askView({ onAuth, announce }) {
     };
     const busy = (on) => {
       for (const b of [approve, edit, reject]) b.disabled = on;
+      stopRun.hidden = !on;
+      running = on ? new AbortController() : null;
       approve.textContent = on ? "Running…" : "Approve";
       if (on) approve.setAttribute("aria-busy", "true"); else approve.removeAttribute("aria-busy");
     };
@@ -286,7 +304,7 @@ export function askView({ onAuth, announce }) {
       clearError();
       busy(true);
       try {
-        const out = await api("POST", "/api/call", { server, tool: p.tool, arguments: ran });
+        const out = await api("POST", "/api/call", { server, tool: p.tool, arguments: ran }, { signal: running.signal });
         settle(editing && pretty(ran) !== pretty(p.arguments) ? "edited" : "approved", ran);
         step.result = out.result;
         card.after(resultCard(turn, step, server, out));
@@ -294,7 +312,11 @@ export function askView({ onAuth, announce }) {
       } catch (err) {
         busy(false);
         if (err instanceof AuthError) { onAuth(); return; }
-        if (err instanceof APIError && err.body.error_category === "tool_error") {
+        if (stopped(err)) {
+          // The gateway cancels the call, but a server may have acted
+          // before it heard: the history says what became of it.
+          showError("Stopped waiting. The server was asked to cancel the call; it may have run already — the history below shows the outcome.");
+        } else if (err instanceof APIError && err.body.error_category === "tool_error") {
           settle(editing && pretty(ran) !== pretty(p.arguments) ? "edited" : "approved", ran);
           step.error = err.message;
           card.after(resultCard(turn, step, server, null));
