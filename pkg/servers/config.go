@@ -476,10 +476,9 @@ func values(m map[string]string) []string {
 // server can hide them.
 func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 	out := *s
-	var missingEnv, missingSecrets []string
-	var secrets map[string]string
-	var secretsErr error
+	var missingEnv []string
 	used := map[string]string{}
+	secretErrs := map[string]error{}
 	expand := func(v string) string {
 		return referencePattern.ReplaceAllStringFunc(v, func(ref string) string {
 			kind, name, _ := strings.Cut(ref[2:len(ref)-1], ":")
@@ -490,12 +489,16 @@ func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 				}
 				return val
 			}
-			if secrets == nil && secretsErr == nil {
-				secrets, secretsErr = r.Secrets()
+			if val, ok := used[name]; ok {
+				return val
 			}
-			val, ok := secrets[name]
-			if !ok && secretsErr == nil {
-				missingSecrets = append(missingSecrets, name)
+			if secretErrs[name] != nil {
+				return ""
+			}
+			val, err := r.Secret(name)
+			if err != nil {
+				secretErrs[name] = err
+				return ""
 			}
 			used[name] = val
 			return val
@@ -515,17 +518,17 @@ func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 	}
 	out.Env, out.Headers = expandMap(s.Env), expandMap(s.Headers)
 	var problems []string
-	if secretsErr != nil {
-		problems = append(problems, secretsErr.Error())
-	}
 	if len(missingEnv) > 0 {
 		slices.Sort(missingEnv)
 		problems = append(problems, fmt.Sprintf("environment variable %s is not set (referenced as ${env:…})", strings.Join(slices.Compact(missingEnv), ", ")))
 	}
-	if len(missingSecrets) > 0 {
-		slices.Sort(missingSecrets)
-		problems = append(problems, fmt.Sprintf("secret %s is not in the secrets file (referenced as ${secret:…})", strings.Join(slices.Compact(missingSecrets), ", ")))
+	var secretProblems []string
+	for _, err := range secretErrs {
+		secretProblems = append(secretProblems, err.Error())
 	}
+	// One broken secrets file fails every name alike: say it once.
+	slices.Sort(secretProblems)
+	problems = append(problems, slices.Compact(secretProblems)...)
 	if len(problems) > 0 {
 		return nil, nil, errors.New(strings.Join(problems, "; "))
 	}

@@ -183,7 +183,7 @@ func loadOp(home string) (*Config, error) {
 // Find returns the configured server named name with its ${env:NAME} and
 // ${secret:NAME} references resolved, for clients that start or reach it
 // themselves.
-func Find(home, name string) (*Server, error) {
+func Find(ctx context.Context, home, name string) (*Server, error) {
 	cfg, err := loadOp(home)
 	if err != nil {
 		return nil, err
@@ -195,8 +195,7 @@ func Find(home, name string) (*Server, error) {
 	if !s.IsEnabled() {
 		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
 	}
-	r, _, err := s.Resolved(Resolver{Env: os.LookupEnv,
-		Secrets: func() (map[string]string, error) { return LoadSecrets(home) }})
+	r, _, err := s.Resolved(NewResolver(ctx, home))
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}

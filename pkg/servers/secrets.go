@@ -1,19 +1,23 @@
 package servers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"lmtool.dev/lm/pkg/servers/keyring"
 )
 
 // SecretsFileName is the secrets file inside LM_HOME: a JSON object of
 // names to values, readable by its owner only. A server's env, args or
-// headers refer to an entry as ${secret:NAME}; the value is read when the
-// server starts and appears nowhere lm reports (status, the HTTP API,
-// list/show, logs), which show the reference instead.
+// headers refer to a secret as ${secret:NAME}; its value is looked up when
+// the server starts (see [Secrets]) and appears nowhere lm reports (status,
+// the HTTP API, list/show, logs), which show the reference instead.
 const SecretsFileName = "secrets.json"
 
 // SecretsPath is the secrets file in home.
@@ -47,12 +51,59 @@ func LoadSecrets(home string) (map[string]string, error) {
 	return secrets, nil
 }
 
+// Secrets looks up the values of ${secret:NAME} references: in home's
+// secrets file first (explicit, and per LM_HOME), then in the OS keyring
+// under the service "lm" (shared by all of the user's LM_HOMEs). The file
+// is read once; the keyring is asked only for names the file lacks, and not
+// again once it has failed to answer. A Secrets is for one goroutine.
+type Secrets struct {
+	home       string
+	file       func() (map[string]string, error)
+	keyringErr error // why the keyring could not answer
+}
+
+// NewSecrets looks up secrets for home.
+func NewSecrets(home string) *Secrets {
+	return &Secrets{home: home, file: sync.OnceValues(func() (map[string]string, error) { return LoadSecrets(home) })}
+}
+
+// Lookup returns the value of the secret name. A secret found nowhere is
+// an error naming both places it looked, and why the keyring could not
+// answer if it could not; never a value.
+func (s *Secrets) Lookup(ctx context.Context, name string) (string, error) {
+	file, err := s.file()
+	if err != nil {
+		// A broken file is for its owner to fix, not to be worked around.
+		return "", err
+	}
+	if v, ok := file[name]; ok {
+		return v, nil
+	}
+	if s.keyringErr == nil {
+		v, err := keyring.Get(ctx, name)
+		if err == nil {
+			return v, nil
+		}
+		if errors.Is(err, keyring.ErrNotFound) {
+			return "", fmt.Errorf("secret %s is in neither %s nor the OS keyring (service %q)", name, SecretsPath(s.home), keyring.Service)
+		}
+		s.keyringErr = err
+	}
+	return "", fmt.Errorf("secret %s is not in %s, and %w", name, SecretsPath(s.home), s.keyringErr)
+}
+
 // Resolver gives references their values: ${env:NAME} from Env,
-// ${secret:NAME} from Secrets, which is called at most once and only when
-// a secret is referenced.
+// ${secret:NAME} from Secret, which is asked once per referenced name.
 type Resolver struct {
-	Env     func(string) (string, bool)
-	Secrets func() (map[string]string, error)
+	Env    func(string) (string, bool)
+	Secret func(name string) (string, error)
+}
+
+// NewResolver resolves as a server's start does: ${env:NAME} from lm's
+// environment, ${secret:NAME} through home's [Secrets].
+func NewResolver(ctx context.Context, home string) Resolver {
+	secrets := NewSecrets(home)
+	return Resolver{Env: os.LookupEnv, Secret: func(name string) (string, error) { return secrets.Lookup(ctx, name) }}
 }
 
 // Scrubber hides secret values in text lm reports: each becomes its

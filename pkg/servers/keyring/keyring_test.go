@@ -3,7 +3,6 @@ package keyring_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,7 +46,7 @@ func TestSecretServiceRoundTrip(t *testing.T) {
 }
 
 func TestNoSessionBusIsUnavailableAtOnce(t *testing.T) {
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+filepath.Join(t.TempDir(), "no-bus"))
+	keyringtest.NoBus(t)
 	start := time.Now()
 	_, err := keyring.Get(context.Background(), "api_token")
 	var unavailable *keyring.UnavailableError
@@ -82,33 +81,11 @@ func TestNoBusAddressStartsNoBus(t *testing.T) {
 }
 
 func TestSilentBusTimesOut(t *testing.T) {
-	// A socket that accepts and never answers: the D-Bus handshake waits.
-	sock := filepath.Join(t.TempDir(), "bus")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	t.Cleanup(func() { l.Close() })
-	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+sock)
+	keyringtest.SilentBus(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = keyring.Get(ctx, "api_token")
+	_, err := keyring.Get(ctx, "api_token")
 	var unavailable *keyring.UnavailableError
 	if !errors.As(err, &unavailable) {
 		t.Fatalf("err = %v", err)

@@ -7,6 +7,7 @@ package keyringtest
 import (
 	"bufio"
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,6 +53,39 @@ func Start(t testing.TB) {
 	keyring.Stdin = strings.NewReader("test-password")
 	run(t, keyring)
 	waitForSecretService(t, addr)
+}
+
+// NoBus points the test's DBUS_SESSION_BUS_ADDRESS at a socket that does
+// not exist: a machine without a desktop session.
+func NoBus(t testing.TB) {
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+filepath.Join(t.TempDir(), "no-bus"))
+}
+
+// SilentBus points the test's DBUS_SESSION_BUS_ADDRESS at a socket that
+// accepts connections and never answers: a wedged bus.
+func SilentBus(t testing.TB) {
+	sock := filepath.Join(t.TempDir(), "bus")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+sock)
 }
 
 // run starts a daemon that the test's end stops. Its stderr (warnings
