@@ -39,8 +39,20 @@ func TestResolvedExpandsReferences(t *testing.T) {
 		t.Fatal("Resolved changed the configured server")
 	}
 	_, _, err = s.Resolved(Resolver{Env: func(string) (string, bool) { return "", false },
-		Secret: func(name string) (string, error) { return "", errors.New("secret " + name + " is nowhere") }})
+		Secret: func(name string) (string, error) { return "", &MissingSecretError{Name: name, Where: "nowhere"} }})
 	if err == nil || !strings.Contains(err.Error(), "BIN, KEY is not set") || strings.Count(err.Error(), "secret api_token is nowhere") != 1 {
+		t.Fatalf("err = %v", err)
+	}
+	// Secrets missing from the same places are named together; a broken
+	// file is named once.
+	two := &Server{Command: "srv", Args: []string{"${secret:b}", "${secret:a}"}, Env: map[string]string{"C": "${secret:c}", "D": "${secret:d}"}}
+	_, _, err = two.Resolved(Resolver{Env: lookup, Secret: func(name string) (string, error) {
+		if name == "c" || name == "d" {
+			return "", errors.New("secrets.json is readable by others")
+		}
+		return "", &MissingSecretError{Name: name, Where: "nowhere"}
+	}})
+	if err == nil || err.Error() != "secret a, b is nowhere; secrets.json is readable by others" {
 		t.Fatalf("err = %v", err)
 	}
 	// No secret is looked up when nothing refers to one.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,33 @@ func LoadSecrets(home string) (map[string]string, error) {
 		// The decoder's message never quotes the file's content.
 		return nil, fmt.Errorf("%s is not a JSON object of names to strings: %w", path, err)
 	}
+	if secrets == nil { // the file says null
+		secrets = map[string]string{}
+	}
 	return secrets, nil
+}
+
+// UpdateSecrets lets change edit home's secrets under an exclusive lock
+// and writes them back atomically, readable by the owner only, when they
+// changed.
+func UpdateSecrets(home string, change func(secrets map[string]string)) error {
+	path := SecretsPath(home)
+	return withLock(path, func() error {
+		secrets, err := LoadSecrets(home)
+		if err != nil {
+			return err
+		}
+		before := maps.Clone(secrets)
+		change(secrets)
+		if maps.Equal(before, secrets) {
+			return nil
+		}
+		data, err := json.MarshalIndent(secrets, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
+		return writePrivate(path, append(data, '\n'))
+	})
 }
 
 // Secrets looks up the values of ${secret:NAME} references: in home's
@@ -67,9 +94,8 @@ func NewSecrets(home string) *Secrets {
 	return &Secrets{home: home, file: sync.OnceValues(func() (map[string]string, error) { return LoadSecrets(home) })}
 }
 
-// Lookup returns the value of the secret name. A secret found nowhere is
-// an error naming both places it looked, and why the keyring could not
-// answer if it could not; never a value.
+// Lookup returns the value of the secret name. A secret found nowhere is a
+// [*MissingSecretError]. No error holds a value.
 func (s *Secrets) Lookup(ctx context.Context, name string) (string, error) {
 	file, err := s.file()
 	if err != nil {
@@ -85,12 +111,22 @@ func (s *Secrets) Lookup(ctx context.Context, name string) (string, error) {
 			return v, nil
 		}
 		if errors.Is(err, keyring.ErrNotFound) {
-			return "", fmt.Errorf("secret %s is in neither %s nor the OS keyring (service %q)", name, SecretsPath(s.home), keyring.Service)
+			return "", &MissingSecretError{Name: name, Where: fmt.Sprintf("in neither %s nor the OS keyring (service %q)", SecretsPath(s.home), keyring.Service)}
 		}
 		s.keyringErr = err
 	}
-	return "", fmt.Errorf("secret %s is not in %s, and %w", name, SecretsPath(s.home), s.keyringErr)
+	return "", &MissingSecretError{Name: name, Where: fmt.Sprintf("not in %s, and %v", SecretsPath(s.home), s.keyringErr)}
 }
+
+// MissingSecretError is a secret found in no store.
+type MissingSecretError struct {
+	Name string
+	// Where completes "secret NAME is …": the places looked in and, when
+	// the keyring could not answer, why.
+	Where string
+}
+
+func (e *MissingSecretError) Error() string { return "secret " + e.Name + " is " + e.Where }
 
 // Resolver gives references their values: ${env:NAME} from Env,
 // ${secret:NAME} from Secret, which is asked once per referenced name.
