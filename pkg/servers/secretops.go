@@ -93,6 +93,10 @@ func SetSecret(ctx context.Context, env *op.Env, in SecretSetInput) (SecretChang
 		return SecretChanged{}, err
 	}
 	if err := keyring.Set(ctx, in.Name, in.Value); err != nil {
+		var unavailable *keyring.UnavailableError
+		if !errors.As(err, &unavailable) {
+			return SecretChanged{}, op.Errorf(op.KindInvalid, "store %s: %w", in.Name, err)
+		}
 		return SecretChanged{}, op.Errorf(op.KindUnavailable, "store %s: %w", in.Name, err).
 			WithHint("keep it in %s instead: add --file", SecretsPath(env.Home))
 	}
@@ -124,7 +128,7 @@ func RemoveSecret(ctx context.Context, env *op.Env, in SecretRmInput) (SecretCha
 		switch {
 		case err == nil:
 			out.In = append(out.In, inKeyring)
-		case errors.Is(err, keyring.ErrNotFound):
+		case errors.Is(err, keyring.ErrNotFound): // nothing to remove there
 		case !in.Keyring && len(out.In) > 0:
 			out.Note = err.Error() + "; it may still hold " + in.Name
 		default:
