@@ -84,7 +84,9 @@ func (a *app) complete(l leaf) {
 		bound[name] = true
 	}
 	for _, name := range op.FieldNames(schema) {
-		if bound[name] {
+		// A writeOnly field holds a secret: it comes from stdin or --input,
+		// never a flag, which every user sees in ps and shell history keeps.
+		if bound[name] || schema.Properties[name].WriteOnly {
 			continue
 		}
 		if f := flagFor(name, schema.Properties[name], m.Aliases[name]); f != nil {

@@ -47,6 +47,9 @@ func TestScripts(t *testing.T) {
 		Setup: func(e *testscript.Env) error {
 			home := filepath.Join(e.WorkDir, ".lm")
 			e.Setenv("LM_HOME", home)
+			// No script reaches the OS keyring of the person running the
+			// tests; the keyring's Go tests run a private one (keyringtest).
+			e.Setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path="+filepath.Join(e.WorkDir, "no-bus"))
 			e.Defer(func() { stopLeftoverGateway(home) })
 			// MCP servers from npm (testdata/node), for the hub's and the
 			// client's scripts.

@@ -60,7 +60,8 @@ type Meta struct {
 	Aliases map[string][]string
 	// StdinText names a string field read as text from stdin when the CLI
 	// invocation leaves it unset (or sets it to "-") and stdin is not a
-	// terminal.
+	// terminal. A field its input's schema marks writeOnly (a secret) has no
+	// CLI flag, so stdin and --input are its only sources.
 	StdinText string
 	// Lines, when set, adds a --jsonl flag to the CLI that reads stdin as
 	// JSON Lines into the named array field, decoding each line with

@@ -108,8 +108,8 @@ func known(group string) bool {
 
 // configuredServer lets the MCP client (pkg/agent) reach a server configured
 // for the hub (pkg/servers) by its name: the two domains meet only here.
-func configuredServer(_ context.Context, env *op.Env, name string) (agent.Target, error) {
-	s, err := servers.Find(env.Home, name)
+func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Target, error) {
+	s, err := servers.Find(ctx, env.Home, name)
 	if err != nil {
 		return agent.Target{}, err
 	}

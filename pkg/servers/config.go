@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -210,48 +211,68 @@ func Load(home string) (*Config, error) {
 // Update loads the servers file under an exclusive lock, lets change edit
 // it, and writes it back atomically, so concurrent edits are never lost.
 func Update(home string, change func(*Config) error) (*Config, error) {
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, fmt.Errorf("create %s: %w", home, err)
-	}
-	lock, err := os.OpenFile(Path(home)+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	var cfg *Config
+	err := withLock(Path(home), func() error {
+		var err error
+		if cfg, err = Load(home); err != nil {
+			return err
+		}
+		if err := change(cfg); err != nil {
+			return err
+		}
+		if err := cfg.Validate(Path(home)); err != nil {
+			return err
+		}
+		data, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", Path(home), err)
+		}
+		// The file may hold API keys in env: only the owner reads it.
+		return writePrivate(Path(home), append(data, '\n'))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", Path(home), err)
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// withLock runs fn holding an exclusive lock on path's ".lock" sibling, so
+// that read-change-write cycles of path by many processes lose no edit. It
+// creates path's directory, readable by its owner only, if need be.
+func withLock(path string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", Path(home), err)
+		return fmt.Errorf("lock %s: %w", path, err)
 	}
-	cfg, err := Load(home)
+	return fn()
+}
+
+// writePrivate replaces path with data atomically (a reader sees the old
+// file or the new one), readable by its owner only.
+func writePrivate(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
 	if err != nil {
-		return nil, err
-	}
-	if err := change(cfg); err != nil {
-		return nil, err
-	}
-	if err := cfg.Validate(Path(home)); err != nil {
-		return nil, err
-	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", Path(home), err)
-	}
-	// The file may hold API keys in env: only the owner reads it.
-	tmp, err := os.CreateTemp(home, FileName+".*")
-	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", Path(home), err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return nil, fmt.Errorf("write %s: %w", Path(home), err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", Path(home), err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), Path(home)); err != nil {
-		return nil, fmt.Errorf("write %s: %w", Path(home), err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return cfg, nil
+	return nil
 }
 
 // serverFields are the accepted per-server fields; "type" is the name
@@ -448,7 +469,7 @@ func (c *Config) Validate(file string) error {
 				}
 			}
 		}
-		for _, v := range slices.Concat([]string{s.Command, s.URL}, s.Args, values(s.Env), values(s.Headers)) {
+		for _, v := range s.texts() {
 			for _, m := range referencePattern.FindAllStringSubmatch(v, -1) {
 				kind, name, _ := strings.Cut(m[1], ":")
 				if (kind != "env" && kind != "secret") || !referenceName.MatchString(name) {
@@ -463,12 +484,23 @@ func (c *Config) Validate(file string) error {
 	return nil
 }
 
-func values(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+// texts are the server's values that may hold references.
+func (s *Server) texts() []string {
+	return slices.Concat([]string{s.Command, s.URL}, s.Args, slices.Collect(maps.Values(s.Env)), slices.Collect(maps.Values(s.Headers)))
+}
+
+// secretNames are the secrets the server references, sorted.
+func (s *Server) secretNames() []string {
+	var names []string
+	for _, v := range s.texts() {
+		for _, m := range referencePattern.FindAllStringSubmatch(v, -1) {
+			if kind, name, _ := strings.Cut(m[1], ":"); kind == "secret" {
+				names = append(names, name)
+			}
+		}
 	}
-	return out
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // Resolved is a server ready to start: references replaced by their
@@ -476,10 +508,9 @@ func values(m map[string]string) []string {
 // server can hide them.
 func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 	out := *s
-	var missingEnv, missingSecrets []string
-	var secrets map[string]string
-	var secretsErr error
+	var missingEnv []string
 	used := map[string]string{}
+	secretErrs := map[string]error{}
 	expand := func(v string) string {
 		return referencePattern.ReplaceAllStringFunc(v, func(ref string) string {
 			kind, name, _ := strings.Cut(ref[2:len(ref)-1], ":")
@@ -490,12 +521,16 @@ func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 				}
 				return val
 			}
-			if secrets == nil && secretsErr == nil {
-				secrets, secretsErr = r.Secrets()
+			if val, ok := used[name]; ok {
+				return val
 			}
-			val, ok := secrets[name]
-			if !ok && secretsErr == nil {
-				missingSecrets = append(missingSecrets, name)
+			if secretErrs[name] != nil {
+				return ""
+			}
+			val, err := r.Secret(name)
+			if err != nil {
+				secretErrs[name] = err
+				return ""
 			}
 			used[name] = val
 			return val
@@ -515,17 +550,28 @@ func (s *Server) Resolved(r Resolver) (*Server, map[string]string, error) {
 	}
 	out.Env, out.Headers = expandMap(s.Env), expandMap(s.Headers)
 	var problems []string
-	if secretsErr != nil {
-		problems = append(problems, secretsErr.Error())
-	}
 	if len(missingEnv) > 0 {
 		slices.Sort(missingEnv)
 		problems = append(problems, fmt.Sprintf("environment variable %s is not set (referenced as ${env:…})", strings.Join(slices.Compact(missingEnv), ", ")))
 	}
-	if len(missingSecrets) > 0 {
-		slices.Sort(missingSecrets)
-		problems = append(problems, fmt.Sprintf("secret %s is not in the secrets file (referenced as ${secret:…})", strings.Join(slices.Compact(missingSecrets), ", ")))
+	// Secrets missing from the same places are named together, and a
+	// broken secrets file, which fails every name alike, is named once.
+	var secretProblems []string
+	missing := map[string][]string{} // where → names
+	for name, err := range secretErrs {
+		var m *MissingSecretError
+		if errors.As(err, &m) {
+			missing[m.Where] = append(missing[m.Where], name)
+		} else {
+			secretProblems = append(secretProblems, err.Error())
+		}
 	}
+	for where, names := range missing {
+		slices.Sort(names)
+		secretProblems = append(secretProblems, fmt.Sprintf("secret %s is %s", strings.Join(names, ", "), where))
+	}
+	slices.Sort(secretProblems)
+	problems = append(problems, slices.Compact(secretProblems)...)
 	if len(problems) > 0 {
 		return nil, nil, errors.New(strings.Join(problems, "; "))
 	}

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -20,27 +21,43 @@ func TestParseReadsClientShapesAndDefaults(t *testing.T) {
 }
 
 func TestResolvedExpandsReferences(t *testing.T) {
-	s := &Server{Command: "${env:BIN}", Args: []string{"--key=${env:KEY}"}, Env: map[string]string{"T": "${env:KEY}", "API": "Bearer ${secret:api_token}"}}
+	s := &Server{Command: "${env:BIN}", Args: []string{"--key=${env:KEY}", "--token=${secret:api_token}"},
+		Env: map[string]string{"T": "${env:KEY}", "API": "Bearer ${secret:api_token}"}}
 	env := map[string]string{"BIN": "/bin/srv", "KEY": "k"}
 	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
-	reads := 0
-	secrets := func() (map[string]string, error) { reads++; return map[string]string{"api_token": "tok-123"}, nil }
-	r, used, err := s.Resolved(Resolver{Env: lookup, Secrets: secrets})
-	if err != nil || r.Command != "/bin/srv" || r.Args[0] != "--key=k" || r.Env["T"] != "k" || r.Env["API"] != "Bearer tok-123" ||
-		used["api_token"] != "tok-123" || len(used) != 1 || reads != 1 {
-		t.Fatalf("%+v %v %v (secrets read %d times)", r, used, err, reads)
+	asked := 0
+	secret := func(name string) (string, error) {
+		asked++
+		return map[string]string{"api_token": "tok-123"}[name], nil
+	}
+	r, used, err := s.Resolved(Resolver{Env: lookup, Secret: secret})
+	if err != nil || r.Command != "/bin/srv" || r.Args[0] != "--key=k" || r.Args[1] != "--token=tok-123" || r.Env["T"] != "k" ||
+		r.Env["API"] != "Bearer tok-123" || used["api_token"] != "tok-123" || len(used) != 1 || asked != 1 {
+		t.Fatalf("%+v %v %v (secret asked %d times)", r, used, err, asked)
 	}
 	if s.Command != "${env:BIN}" || s.Env["API"] != "Bearer ${secret:api_token}" {
 		t.Fatal("Resolved changed the configured server")
 	}
 	_, _, err = s.Resolved(Resolver{Env: func(string) (string, bool) { return "", false },
-		Secrets: func() (map[string]string, error) { return map[string]string{}, nil }})
-	if err == nil || !strings.Contains(err.Error(), "BIN, KEY is not set") || !strings.Contains(err.Error(), "secret api_token is not in the secrets file") {
+		Secret: func(name string) (string, error) { return "", &MissingSecretError{Name: name, Where: "nowhere"} }})
+	if err == nil || !strings.Contains(err.Error(), "BIN, KEY is not set") || strings.Count(err.Error(), "secret api_token is nowhere") != 1 {
 		t.Fatalf("err = %v", err)
 	}
-	// The secrets file is not read when nothing refers to it.
+	// Secrets missing from the same places are named together; a broken
+	// file is named once.
+	two := &Server{Command: "srv", Args: []string{"${secret:b}", "${secret:a}"}, Env: map[string]string{"C": "${secret:c}", "D": "${secret:d}"}}
+	_, _, err = two.Resolved(Resolver{Env: lookup, Secret: func(name string) (string, error) {
+		if name == "c" || name == "d" {
+			return "", errors.New("secrets.json is readable by others")
+		}
+		return "", &MissingSecretError{Name: name, Where: "nowhere"}
+	}})
+	if err == nil || err.Error() != "secret a, b is nowhere; secrets.json is readable by others" {
+		t.Fatalf("err = %v", err)
+	}
+	// No secret is looked up when nothing refers to one.
 	plain := &Server{Command: "srv"}
-	if _, _, err := plain.Resolved(Resolver{Env: lookup, Secrets: func() (map[string]string, error) { t.Fatal("secrets read"); return nil, nil }}); err != nil {
+	if _, _, err := plain.Resolved(Resolver{Env: lookup, Secret: func(string) (string, error) { t.Fatal("secret looked up"); return "", nil }}); err != nil {
 		t.Fatal(err)
 	}
 }

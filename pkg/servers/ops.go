@@ -20,7 +20,8 @@ import (
 // Ops are `lm servers …` and the MCP tools servers_*. Changing the
 // configuration (add, rm, enable, disable, import, install) is for people
 // only: it decides which programs the gateway runs, so it is not an MCP
-// tool. Reading and start/stop/restart are.
+// tool. Nor is setting or removing a secret: an agent has no business
+// holding one. Reading (secrets by name only) and start/stop/restart are.
 func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
@@ -81,6 +82,29 @@ func Ops() []op.Operation {
 			Args:        []string{"package"},
 			Effect:      op.Mutating, CLIOnly: true,
 		}, InstallOp),
+		op.New(op.Meta{
+			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
+			Summary: "Store a secret for ${secret:NAME} references, its value read from stdin",
+			Description: "The value comes from stdin (or --input), never from an argument, which other users see in ps and shell history keeps; " +
+				"trailing newlines are dropped. It goes to the OS keyring (service lm, account NAME) unless --file keeps it in " +
+				"$LM_HOME/secrets.json (mode 0600), which is looked up first. Servers get it at their next start.",
+			Examples: "lm servers secret set github_token < token.txt\nprintf %s \"$TOKEN\" | lm servers secret set github_token --file",
+			Args:     []string{"name"}, StdinText: "value",
+			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
+		}, SetSecret),
+		op.New(op.Meta{
+			Name: "servers_secret_rm", Path: []string{"servers", "secret", "rm"},
+			Summary: "Remove a secret from the secrets file and the OS keyring (--file or --keyring: from one only)",
+			Args:    []string{"name"},
+			Effect:  op.Destructive, Idempotent: true, CLIOnly: true,
+		}, RemoveSecret),
+		op.New(op.Meta{
+			Name: "servers_secret_list", Path: []string{"servers", "secret", "list"},
+			Summary: "List secrets by name (those servers reference and those in the secrets file) and where each is stored",
+			Description: "in lists the stores holding each secret in lookup order, so a start uses the first; an empty in means a server " +
+				"that references it fails to start. Secrets only in the OS keyring are listed when a server references them.",
+			Effect: op.ReadOnly, Idempotent: true,
+		}, ListSecrets),
 		op.New(op.Meta{
 			Name: "servers_start", Path: []string{"servers", "start"},
 			Summary: "Start a server in the running gateway and wait until it is ready", Args: []string{"name"},
@@ -183,7 +207,7 @@ func loadOp(home string) (*Config, error) {
 // Find returns the configured server named name with its ${env:NAME} and
 // ${secret:NAME} references resolved, for clients that start or reach it
 // themselves.
-func Find(home, name string) (*Server, error) {
+func Find(ctx context.Context, home, name string) (*Server, error) {
 	cfg, err := loadOp(home)
 	if err != nil {
 		return nil, err
@@ -195,8 +219,7 @@ func Find(home, name string) (*Server, error) {
 	if !s.IsEnabled() {
 		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
 	}
-	r, _, err := s.Resolved(Resolver{Env: os.LookupEnv,
-		Secrets: func() (map[string]string, error) { return LoadSecrets(home) }})
+	r, _, err := s.Resolved(NewResolver(ctx, home))
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}

@@ -1,19 +1,24 @@
 package servers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	"lmtool.dev/lm/pkg/servers/keyring"
 )
 
 // SecretsFileName is the secrets file inside LM_HOME: a JSON object of
 // names to values, readable by its owner only. A server's env, args or
-// headers refer to an entry as ${secret:NAME}; the value is read when the
-// server starts and appears nowhere lm reports (status, the HTTP API,
-// list/show, logs), which show the reference instead.
+// headers refer to a secret as ${secret:NAME}; its value is looked up when
+// the server starts (see [Secrets]) and appears nowhere lm reports (status,
+// the HTTP API, list/show, logs), which show the reference instead.
 const SecretsFileName = "secrets.json"
 
 // SecretsPath is the secrets file in home.
@@ -44,15 +49,97 @@ func LoadSecrets(home string) (map[string]string, error) {
 		// The decoder's message never quotes the file's content.
 		return nil, fmt.Errorf("%s is not a JSON object of names to strings: %w", path, err)
 	}
+	if secrets == nil { // the file says null
+		secrets = map[string]string{}
+	}
 	return secrets, nil
 }
 
+// UpdateSecrets lets change edit home's secrets under an exclusive lock
+// and writes them back atomically, readable by the owner only, when they
+// changed.
+func UpdateSecrets(home string, change func(secrets map[string]string)) error {
+	path := SecretsPath(home)
+	return withLock(path, func() error {
+		secrets, err := LoadSecrets(home)
+		if err != nil {
+			return err
+		}
+		before := maps.Clone(secrets)
+		change(secrets)
+		if maps.Equal(before, secrets) {
+			return nil
+		}
+		data, err := json.MarshalIndent(secrets, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", path, err)
+		}
+		return writePrivate(path, append(data, '\n'))
+	})
+}
+
+// Secrets looks up the values of ${secret:NAME} references: in home's
+// secrets file first (explicit, and per LM_HOME), then in the OS keyring
+// under the service "lm" (shared by all of the user's LM_HOMEs). The file
+// is read once; the keyring is asked only for names the file lacks, and not
+// again once it has failed to answer. A Secrets is for one goroutine.
+type Secrets struct {
+	home       string
+	file       func() (map[string]string, error)
+	keyringErr error // why the keyring could not answer
+}
+
+// NewSecrets looks up secrets for home.
+func NewSecrets(home string) *Secrets {
+	return &Secrets{home: home, file: sync.OnceValues(func() (map[string]string, error) { return LoadSecrets(home) })}
+}
+
+// Lookup returns the value of the secret name. A secret found nowhere is a
+// [*MissingSecretError]. No error holds a value.
+func (s *Secrets) Lookup(ctx context.Context, name string) (string, error) {
+	file, err := s.file()
+	if err != nil {
+		// A broken file is for its owner to fix, not to be worked around.
+		return "", err
+	}
+	if v, ok := file[name]; ok {
+		return v, nil
+	}
+	if s.keyringErr == nil {
+		v, err := keyring.Get(ctx, name)
+		if err == nil {
+			return v, nil
+		}
+		if errors.Is(err, keyring.ErrNotFound) {
+			return "", &MissingSecretError{Name: name, Where: fmt.Sprintf("in neither %s nor the OS keyring (service %q)", SecretsPath(s.home), keyring.Service)}
+		}
+		s.keyringErr = err
+	}
+	return "", &MissingSecretError{Name: name, Where: fmt.Sprintf("not in %s, and %v", SecretsPath(s.home), s.keyringErr)}
+}
+
+// MissingSecretError is a secret found in no store.
+type MissingSecretError struct {
+	Name string
+	// Where completes "secret NAME is …": the places looked in and, when
+	// the keyring could not answer, why.
+	Where string
+}
+
+func (e *MissingSecretError) Error() string { return "secret " + e.Name + " is " + e.Where }
+
 // Resolver gives references their values: ${env:NAME} from Env,
-// ${secret:NAME} from Secrets, which is called at most once and only when
-// a secret is referenced.
+// ${secret:NAME} from Secret, which is asked once per referenced name.
 type Resolver struct {
-	Env     func(string) (string, bool)
-	Secrets func() (map[string]string, error)
+	Env    func(string) (string, bool)
+	Secret func(name string) (string, error)
+}
+
+// NewResolver resolves as a server's start does: ${env:NAME} from lm's
+// environment, ${secret:NAME} through home's [Secrets].
+func NewResolver(ctx context.Context, home string) Resolver {
+	secrets := NewSecrets(home)
+	return Resolver{Env: os.LookupEnv, Secret: func(name string) (string, error) { return secrets.Lookup(ctx, name) }}
 }
 
 // Scrubber hides secret values in text lm reports: each becomes its

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -199,8 +198,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 
 // run connects once and serves until the child fails or ctx ends.
 func (c *child) run(ctx context.Context) (err error) {
-	cfg, secrets, err := c.config().Resolved(servers.Resolver{Env: os.LookupEnv,
-		Secrets: func() (map[string]string, error) { return servers.LoadSecrets(c.hub.home) }})
+	cfg, secrets, err := c.config().Resolved(servers.NewResolver(ctx, c.hub.home))
 	if err != nil {
 		return &permanentError{err}
 	}

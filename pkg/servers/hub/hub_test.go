@@ -23,6 +23,8 @@ import (
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/keyring"
+	"lmtool.dev/lm/pkg/servers/keyring/keyringtest"
 )
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
@@ -308,15 +310,36 @@ func (b *syncBuffer) String() string {
 
 func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
 	const secret = "sk-live-5ecr3t-value"
+	for _, store := range []struct {
+		name string
+		put  func(t *testing.T, home string)
+	}{
+		// The file alone, on a machine without a keyring.
+		{"file", func(t *testing.T, home string) {
+			keyringtest.NoBus(t)
+			if err := os.WriteFile(servers.SecretsPath(home), []byte(`{"api_token": "`+secret+`"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"keyring", func(t *testing.T, home string) {
+			keyringtest.Start(t)
+			if err := keyring.Set(context.Background(), "api_token", secret); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(store.name, func(t *testing.T) { testSecretReachesOnlyTheChild(t, secret, store.put) })
+	}
+}
+
+func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *testing.T, home string)) {
 	out := filepath.Join(t.TempDir(), "seen")
 	var log syncBuffer
 	// The child gets its token, prints it in a failure message, and exits.
 	h, url := startHubWith(t, `{"mcpServers": {"api": {"command": "sh",
 		"args": ["-c", "printf %s \"$API_TOKEN\" > \"$OUT\"; echo \"auth with $API_TOKEN was refused\" >&2; exit 3"],
 		"env": {"API_TOKEN": "${secret:api_token}", "OUT": "`+out+`"}, "restart_on_failure": false}}}`, &log, false)
-	if err := os.WriteFile(servers.SecretsPath(h.home), []byte(`{"api_token": "`+secret+`"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	put(t, h.home)
 	res, err := http.Post(url+"/servers/api/start", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
