@@ -17,8 +17,9 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
+
+	"lmtool.dev/lm/pkg/privatefile"
 )
 
 // FileName is the servers file inside LM_HOME.
@@ -212,7 +213,7 @@ func Load(home string) (*Config, error) {
 // it, and writes it back atomically, so concurrent edits are never lost.
 func Update(home string, change func(*Config) error) (*Config, error) {
 	var cfg *Config
-	err := withLock(Path(home), func() error {
+	err := privatefile.WithLock(Path(home), func() error {
 		var err error
 		if cfg, err = Load(home); err != nil {
 			return err
@@ -228,51 +229,12 @@ func Update(home string, change func(*Config) error) (*Config, error) {
 			return fmt.Errorf("encode %s: %w", Path(home), err)
 		}
 		// The file may hold API keys in env: only the owner reads it.
-		return writePrivate(Path(home), append(data, '\n'))
+		return privatefile.Write(Path(home), append(data, '\n'))
 	})
 	if err != nil {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// withLock runs fn holding an exclusive lock on path's ".lock" sibling, so
-// that read-change-write cycles of path by many processes lose no edit. It
-// creates path's directory, readable by its owner only, if need be.
-func withLock(path string, fn func() error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-	}
-	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("lock %s: %w", path, err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("lock %s: %w", path, err)
-	}
-	return fn()
-}
-
-// writePrivate replaces path with data atomically (a reader sees the old
-// file or the new one), readable by its owner only.
-func writePrivate(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // serverFields are the accepted per-server fields; "type" is the name

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"lmtool.dev/lm/pkg/privatefile"
 	"lmtool.dev/lm/pkg/servers/keyring"
 )
 
@@ -60,7 +61,7 @@ func LoadSecrets(home string) (map[string]string, error) {
 // changed.
 func UpdateSecrets(home string, change func(secrets map[string]string)) error {
 	path := SecretsPath(home)
-	return withLock(path, func() error {
+	return privatefile.WithLock(path, func() error {
 		secrets, err := LoadSecrets(home)
 		if err != nil {
 			return err
@@ -74,7 +75,7 @@ func UpdateSecrets(home string, change func(secrets map[string]string)) error {
 		if err != nil {
 			return fmt.Errorf("encode %s: %w", path, err)
 		}
-		return writePrivate(path, append(data, '\n'))
+		return privatefile.Write(path, append(data, '\n'))
 	})
 }
 

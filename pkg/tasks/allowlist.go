@@ -12,6 +12,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/privatefile"
 )
 
 // Scope is how much an allowlist entry covers, in dela's words.
@@ -200,30 +201,27 @@ func within(path, dir string) bool {
 // it.
 func Within(path, root string) bool { return within(canonical(path), canonical(root)) }
 
-// Save writes the allowlist atomically with mode 0600.
-func (a Allowlist) Save(path string) error {
-	data, err := toml.Marshal(a)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".allowlist-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+// Append adds an entry to the allowlist file at path as a new [[entries]]
+// table after the file's own text, so its comments and layout stay as the
+// person wrote them. The file is locked while it is read and rewritten, and
+// the result must parse, or nothing is written.
+func Append(path string, e Entry) error {
+	return privatefile.WithLock(path, func() error {
+		_, data, err := LoadAllowlist(path)
+		if err != nil {
+			return err
+		}
+		entry, err := toml.Marshal(Allowlist{Entries: []Entry{e}})
+		if err != nil {
+			return fmt.Errorf("encode the entry: %w", err)
+		}
+		if len(data) > 0 {
+			data = append(bytes.TrimRight(data, "\n"), "\n\n"...)
+		}
+		data = append(data, entry...)
+		if _, err := ParseAllowlist(data); err != nil {
+			return fmt.Errorf("the file with the new entry does not parse: %w", err)
+		}
+		return privatefile.Write(path, data)
+	})
 }

@@ -243,12 +243,10 @@ func edit(env *op.Env, in AllowInput, deny bool) (AllowOutput, error) {
 		e.Scope = ScopeDeny
 	}
 	path := AllowlistPath(env.Home, orMCP(in.Namespace))
-	a, _, err := LoadAllowlist(path)
-	if err != nil {
-		return AllowOutput{}, err
-	}
-	a.Entries = append(a.Entries, e)
-	if err := a.Save(path); err != nil {
+	if err := Append(path, e); err != nil {
+		if op.KindOf(err) != op.KindInternal {
+			return AllowOutput{}, err
+		}
 		return AllowOutput{}, op.Errorf(op.KindInternal, "write %s: %w", path, err)
 	}
 	return AllowOutput{Path: path, Entry: e}, nil
