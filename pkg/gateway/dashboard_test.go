@@ -171,12 +171,7 @@ func TestServersDashboardInBrowser(t *testing.T) {
 	shot(t, ctx, "servers-dark")
 	checkContrast(t, ctx, "servers, dark")
 
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile), chromedp.Sleep(200*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	if overflow, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > innerWidth`)); overflow {
-		t.Error("the dashboard is wider than a phone screen")
-	}
+	onPhone(t, ctx, "the dashboard")
 	shot(t, ctx, "servers-phone-dark")
 	checkContrast(t, ctx, "servers, phone, dark")
 	click(t, ctx, `#servers li[data-name="everything"] button[data-action="start"]`)
