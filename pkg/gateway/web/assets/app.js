@@ -5,14 +5,8 @@ import { api, APIError, AuthError, setToken } from "./api.js";
 import { connect } from "./events.js";
 import { askView } from "./ask.js";
 import { serversView } from "./servers.js";
+import { $, el } from "./dom.js";
 import { ago, clock, timeEl, refreshTimes } from "./time.js";
-
-const $ = (id) => document.getElementById(id);
-const el = (tag, props = {}, ...children) => {
-  const e = Object.assign(document.createElement(tag), props);
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-};
 
 const state = {
   items: new Map(),      // id -> instruction

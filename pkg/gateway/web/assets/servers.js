@@ -2,14 +2,8 @@
 // cache and the live log of proxied calls, kept live by /servers/events.
 import { api, AuthError } from "./api.js";
 import { connect } from "./events.js";
+import { $, el } from "./dom.js";
 import { clock, timeEl } from "./time.js";
-
-const $ = (id) => document.getElementById(id);
-const el = (tag, props = {}, ...children) => {
-  const e = Object.assign(document.createElement(tag), props);
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-};
 
 const CALLS_SHOWN = 200;
 
