@@ -206,7 +206,9 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 		msg.RequestID = hex.EncodeToString(b[:])
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"accepted": true, "requestId": msg.RequestID, "tool": msg.Tool})
+	s.calls.Add(1)
 	go func() {
+		defer s.calls.Done()
 		out, err := run(cl.ctx)
 		res := map[string]any{"type": "tool_result", "requestId": msg.RequestID, "tool": msg.Tool, "success": err == nil}
 		if err != nil {
