@@ -219,7 +219,12 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	stop := httpServer(t, bin, port)
 	status := &syncBuffer{}
 	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
-	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Attempts: 3, Heartbeat: 50 * time.Millisecond, Status: status})
+	// The default schedule is 1, 2, 4, 8 and 16 s; the test keeps its
+	// shape at a hundredth of the scale.
+	if o := agent.OptionsFromEnv(nil); o.Backoff != time.Second || o.Attempts != 5 {
+		t.Fatalf("default reconnect schedule: first delay %s, %d attempts", o.Backoff, o.Attempts)
+	}
+	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,11 +233,19 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = s.Heartbeat(ctx)
-	if err == nil || op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "gave up reconnecting") || !strings.Contains(err.Error(), "after 3 attempts") {
+	if err == nil || op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "gave up reconnecting") || !strings.Contains(err.Error(), "after 5 attempts") {
 		t.Fatalf("heartbeat on a dead server: %v\nstates:\n%s", err, status)
 	}
-	if n := strings.Count(status.String(), ": error: "); n != 3 {
-		t.Errorf("%d error lines for 3 attempts:\n%s", n, status)
+	if hint := op.EnvelopeOf(err).Suggestion; !strings.Contains(hint, "start the server again") {
+		t.Errorf("giving up says what to do: %q", hint)
+	}
+	for i, delay := range []string{"10ms", "20ms", "40ms", "80ms", "160ms"} {
+		if want := fmt.Sprintf(": connecting: attempt %d of 5 in %s\n", i+1, delay); !strings.Contains(status.String(), want) {
+			t.Errorf("state lines lack %q:\n%s", want, status)
+		}
+	}
+	if n := strings.Count(status.String(), ": error: "); n != 5 {
+		t.Errorf("%d error lines for 5 attempts:\n%s", n, status)
 	}
 }
 

@@ -172,19 +172,23 @@ func (s *Session) state(state, detail string) {
 
 // connect dials the target and runs the handshake. A URL is tried as
 // streamable HTTP first and as SSE if that fails for any reason other than
-// the host refusing the connection.
+// the host refusing the connection or asking for credentials.
 func (s *Session) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
 	defer cancel()
 	var err error
 	if s.target.stdio() {
 		err = s.dial(ctx, "stdio")
-	} else if err = s.dial(ctx, "streamable-http"); err != nil && !refused(err) && ctx.Err() == nil {
+	} else if err = s.dial(ctx, "streamable-http"); err != nil && !refused(err) && !unauthorized(err) && ctx.Err() == nil {
 		if sseErr := s.dial(ctx, "sse"); sseErr == nil {
 			err = nil
 		} else {
 			err = fmt.Errorf("%w (as SSE: %v)", err, sseErr)
 		}
+	}
+	if unauthorized(err) {
+		return op.Errorf(op.KindDenied, "%s refused the connection: %w", s.target, err).WithCategory("unauthorized").
+			WithHint("send the server's token with --bearer TOKEN (or $%s), or its header with --header 'NAME: VALUE'", TokenEnv)
 	}
 	if err != nil {
 		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, err).
@@ -192,6 +196,12 @@ func (s *Session) connect(ctx context.Context) error {
 	}
 	s.state(StateConnected, fmt.Sprintf("%s %s over %s, protocol %s", s.init.ServerInfo.Name, s.init.ServerInfo.Version, s.transport, s.init.ProtocolVersion))
 	return nil
+}
+
+// unauthorized reports whether the server answered 401: credentials are
+// missing or wrong, which no other transport or retry fixes.
+func unauthorized(err error) bool {
+	return errors.Is(err, transport.ErrAuthorizationRequired) || errors.Is(err, transport.ErrUnauthorized)
 }
 
 func (s *Session) dial(ctx context.Context, kind string) error {

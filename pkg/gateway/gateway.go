@@ -72,6 +72,10 @@ type Server struct {
 	servers *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance *enhance.Enhancer
 	handler http.Handler
+	// calls are spec 002 calls running for their streams. They write to
+	// the store (the call history) even once cancelled, so Serve waits for
+	// them before it returns.
+	calls sync.WaitGroup
 }
 
 // New builds a gateway from opts.
@@ -169,7 +173,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	var background sync.WaitGroup
 	background.Add(1)
 	go func() { defer background.Done(); s.hub.run(baseCtx) }()
-	defer func() { cancelStreams(); background.Wait() }()
+	defer func() { cancelStreams(); background.Wait(); s.calls.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {
 		return err

@@ -85,7 +85,7 @@ func (s *Server) spec002Info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name": "lm", "version": s.opts.Version,
 		"description": "lm's operations as tools: the instruction queue, developer helpers, jobs and MCP servers",
-		"tools":       len(s.served()),
+		"tools":       len(s.served()) + len(s.servers.Tools()),
 		"endpoints":   map[string]string{"info": "/info", "tools": "/tools", "sse": "/sse", "messages": "/messages", "mcp": "/mcp"},
 	})
 }
@@ -97,6 +97,18 @@ func (s *Server) spec002Tools(w http.ResponseWriter, r *http.Request) {
 		tools = append(tools, map[string]any{
 			"name": m.Name, "description": m.Summary, "parameters": o.InputSchema(),
 			"readOnly": m.Effect == op.ReadOnly, "destructive": m.Effect == op.Destructive,
+		})
+	}
+	// The supervised servers' tools, namespaced as on /mcp.
+	for _, t := range s.servers.Tools() {
+		var schema any = t.InputSchema
+		if t.RawInputSchema != nil {
+			schema = t.RawInputSchema
+		}
+		a := t.Annotations
+		tools = append(tools, map[string]any{
+			"name": t.Name, "description": t.Description, "parameters": schema,
+			"readOnly": a.ReadOnlyHint != nil && *a.ReadOnlyHint, "destructive": a.DestructiveHint != nil && *a.DestructiveHint,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
@@ -148,8 +160,9 @@ type message struct {
 	RequestID  string          `json:"requestId,omitempty"`
 }
 
-// spec002Message is POST /messages: checks the client and the tool, answers
-// 202, and runs the call for as long as the client's stream lasts.
+// spec002Message is POST /messages: checks the client and the tool (one of
+// lm's or a supervised server's, namespaced as on /mcp), answers 202, and
+// runs the call for as long as the client's stream lasts.
 func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients *sseClients) {
 	var msg message
 	body, err := io.ReadAll(r.Body)
@@ -172,8 +185,17 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 			WithCategory("unknown_client_id").WithHint("client ids end with their stream; reconnect to GET /sse and use the new id"))
 		return
 	}
-	o := s.ops[msg.Tool]
-	if o == nil || o.Info().CLIOnly || o.Info().Stream {
+	var run func(context.Context) (any, error)
+	if o := s.ops[msg.Tool]; o != nil && !o.Info().CLIOnly && !o.Info().Stream {
+		run = func(ctx context.Context) (any, error) {
+			env := s.opts.Env
+			env.Client = "web"
+			return o.Call(ctx, &env, msg.Parameters)
+		}
+	} else if s.servers.HasTool(msg.Tool) {
+		run = func(ctx context.Context) (any, error) { return s.servers.Call(ctx, msg.Tool, msg.Parameters) }
+	}
+	if run == nil {
 		writeError(w, http.StatusNotFound, op.Errorf(op.KindNotFound, "no tool %q", msg.Tool).WithCategory("unknown_tool").
 			WithHint("GET /tools lists the tools"))
 		return
@@ -184,10 +206,10 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 		msg.RequestID = hex.EncodeToString(b[:])
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"accepted": true, "requestId": msg.RequestID, "tool": msg.Tool})
+	s.calls.Add(1)
 	go func() {
-		env := s.opts.Env
-		env.Client = "web"
-		out, err := o.Call(cl.ctx, &env, msg.Parameters)
+		defer s.calls.Done()
+		out, err := run(cl.ctx)
 		res := map[string]any{"type": "tool_result", "requestId": msg.RequestID, "tool": msg.Tool, "success": err == nil}
 		if err != nil {
 			res["error"] = op.EnvelopeOf(err)

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/servers"
 )
 
 // sseStream reads Server-Sent Events from a response, one event at a time.
@@ -156,5 +160,50 @@ func TestSpec002KeepsTheGatewaysGuards(t *testing.T) {
 	stream := openSSE(t, g.url, "Authorization", "Bearer s3cret")
 	if name, ev := stream.next(); name != "connected" || ev["clientId"] == "" {
 		t.Fatalf("authorized /sse: %q %v", name, ev)
+	}
+}
+
+func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
+	everything := npmtest.Skip(t, "mcp-server-everything")
+	home := t.TempDir()
+	cfg := `{"mcpServers": {"everything": {"command": "` + everything + `", "auto_start": true}}}`
+	if err := os.WriteFile(servers.Path(home), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startIn(t, home, gateway.Options{})
+	// The server starts in the background; its tools appear once it runs.
+	var echo map[string]any
+	for deadline := time.Now().Add(time.Minute); echo == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("GET /tools never listed everything__echo")
+		}
+		_, tools := g.do("GET", "/tools", "")
+		for _, tool := range tools["tools"].([]any) {
+			if tool.(map[string]any)["name"] == "everything__echo" {
+				echo = tool.(map[string]any)
+			}
+		}
+	}
+	if props, _ := echo["parameters"].(map[string]any)["properties"].(map[string]any); props["message"] == nil {
+		t.Errorf("everything__echo's parameters: %v", echo)
+	}
+	if _, info := g.do("GET", "/info", ""); info["tools"].(float64) < 10 {
+		t.Errorf("GET /info counts the servers' tools too: %v", info)
+	}
+
+	stream := openSSE(t, g.url)
+	_, hello := stream.next()
+	stream.next()
+	id := hello["clientId"].(string)
+	if status, out := g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"everything__echo","parameters":{"message":"from the web"}}`); status != 202 {
+		t.Fatalf("POST /messages: %d %v", status, out)
+	}
+	if name, res := stream.next(); name != "tool_result" || res["success"] != true || !strings.Contains(jsonText(res["result"]), "Echo: from the web") {
+		t.Fatalf("tool_result: %q %v", name, res)
+	}
+	// A tool that fails comes back as a failed result, with its message.
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"everything__get-sum","parameters":{"a":"one"}}`)
+	if _, res := stream.next(); res["success"] != false || res["error"].(map[string]any)["error_category"] != "tool_error" {
+		t.Fatalf("failed tool_result: %v", res)
 	}
 }

@@ -83,35 +83,71 @@ func ReadClient(source string) (found []Found, skipped []Skipped, files []string
 		}
 		// A client's file holds much besides its servers (~/.claude.json
 		// especially): only the servers are read.
-		for _, key := range []string{"mcpServers", "servers"} {
-			raw, ok := top[key]
-			if !ok {
-				continue
+		sections := []map[string]json.RawMessage{top}
+		if project := projectSection(top); project != nil {
+			sections = append(sections, project)
+		}
+		for _, section := range sections {
+			f, s, err := readServers(path, section)
+			if err != nil {
+				return nil, nil, nil, err
 			}
-			var entries map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &entries); err != nil {
-				return nil, nil, nil, op.Errorf(op.KindInvalid, "%s: %s must be an object of servers by name", path, key)
-			}
-			names := make([]string, 0, len(entries))
-			for n := range entries {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, name := range names {
-				one, _ := json.Marshal(map[string]any{"mcpServers": map[string]json.RawMessage{name: entries[name]}})
-				cfg, err := Parse(path, one)
-				if err != nil {
-					skipped = append(skipped, Skipped{Name: name, From: path, Reason: err.Error()})
-					continue
-				}
-				found = append(found, Found{Name: name, From: path, Server: cfg.Servers[name]})
-			}
+			found, skipped = append(found, f...), append(skipped, s...)
 		}
 	}
 	if len(files) == 0 {
 		return nil, nil, nil, op.Errorf(op.KindNotFound, "no %s configuration found (looked at %v)", source, paths)
 	}
 	return found, skipped, files, nil
+}
+
+// projectSection is the current directory's entry in ~/.claude.json's
+// "projects": where Claude Code keeps the servers added with its default
+// (local) scope. Nil when there is none.
+func projectSection(top map[string]json.RawMessage) map[string]json.RawMessage {
+	raw, ok := top["projects"]
+	if !ok {
+		return nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil
+	}
+	var projects map[string]map[string]json.RawMessage
+	if json.Unmarshal(raw, &projects) != nil {
+		return nil
+	}
+	return projects[wd]
+}
+
+// readServers reads the servers of one section of a client's file: its
+// "mcpServers" (Claude, Cursor) or "servers" (VS Code) object.
+func readServers(path string, section map[string]json.RawMessage) (found []Found, skipped []Skipped, err error) {
+	for _, key := range []string{"mcpServers", "servers"} {
+		raw, ok := section[key]
+		if !ok {
+			continue
+		}
+		var entries map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			return nil, nil, op.Errorf(op.KindInvalid, "%s: %s must be an object of servers by name", path, key)
+		}
+		names := make([]string, 0, len(entries))
+		for n := range entries {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			one, _ := json.Marshal(map[string]any{"mcpServers": map[string]json.RawMessage{name: entries[name]}})
+			cfg, err := Parse(path, one)
+			if err != nil {
+				skipped = append(skipped, Skipped{Name: name, From: path, Reason: err.Error()})
+				continue
+			}
+			found = append(found, Found{Name: name, From: path, Server: cfg.Servers[name]})
+		}
+	}
+	return found, skipped, nil
 }
 
 // ClientConfig is the configuration that points a client at lm: the

@@ -62,6 +62,8 @@ func Ops() []op.Operation {
 			Name: "servers_import", Path: []string{"servers", "import"},
 			Summary: "Import the servers another MCP client is configured with",
 			Description: "--from names a client (claude-desktop, claude-code, vscode, cursor) or a file in the mcpServers or servers shape. " +
+				"A client's user-wide file is read first, then the current project's (.mcp.json, .vscode/mcp.json, .cursor/mcp.json, " +
+				"and the servers Claude Code keeps for this directory in ~/.claude.json). " +
 				"Servers already configured in lm are kept and reported as skipped, as are entries lm cannot run.",
 			Examples: "lm servers import --from claude-code\nlm servers import --from ~/.cursor/mcp.json",
 			Effect:   op.Mutating, CLIOnly: true,

@@ -112,13 +112,17 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 
 	if h.aggregate != nil {
 		h.takeOff(c)
+		// Two of the server's own names may sanitise to the same one, so
+		// names taken in this batch count as well as those on /mcp.
+		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}}
 		var aggTools []server.ServerTool
 		for i, t := range tools {
 			name := Namespaced(c.name, t.Name)
-			if h.aggregate.GetTool(name) != nil {
+			if taken["tool"][name] || h.aggregate.GetTool(name) != nil {
 				m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
 				continue
 			}
+			taken["tool"][name] = true
 			t.Name = name
 			upstream := tools[i].Name
 			aggTools = append(aggTools, server.ServerTool{Tool: t, Handler: h.toolHandler(c, h.aggregate, upstream)})
@@ -128,10 +132,11 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		var aggPrompts []server.ServerPrompt
 		for _, p := range prompts {
 			name := Namespaced(c.name, p.Name)
-			if existingPrompts[name] != nil {
+			if taken["prompt"][name] || existingPrompts[name] != nil {
 				m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
 				continue
 			}
+			taken["prompt"][name] = true
 			upstream := p.Name
 			p.Name = name
 			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, upstream)})
@@ -140,10 +145,11 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		existingResources := h.aggregate.ListResources()
 		var aggResources []server.ServerResource
 		for _, r := range resources {
-			if existingResources[r.URI] != nil {
+			if taken["resource"][r.URI] || existingResources[r.URI] != nil {
 				m.collisions = append(m.collisions, "resource "+r.URI)
 				continue
 			}
+			taken["resource"][r.URI] = true
 			r.Name = Namespaced(c.name, r.Name)
 			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
 			m.aggResources = append(m.aggResources, r.URI)

@@ -1,0 +1,117 @@
+package hub
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// TestMain lets the tests run this binary as a stdio MCP server child
+// (LM_HUB_TEST_CHILD names its behaviour): a real process the hub
+// spawns, talks MCP to and signals, with the misbehaviour a test needs.
+func TestMain(m *testing.M) {
+	if kind := os.Getenv("LM_HUB_TEST_CHILD"); kind != "" {
+		serveAsChild(kind)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childServer is the command of a test child of the given kind, as a
+// servers.json entry's fields (without braces).
+func childServer(t testing.TB, kind string, env map[string]string) string {
+	t.Helper()
+	fields := `"command": ` + strconv.Quote(os.Args[0]) + `, "env": {"LM_HUB_TEST_CHILD": "` + kind + `"`
+	for k, v := range env {
+		fields += `, ` + strconv.Quote(k) + `: ` + strconv.Quote(v)
+	}
+	return fields + `}`
+}
+
+// serveAsChild serves MCP on stdin/stdout. Every kind has the tool echo;
+//   - plain: nothing more;
+//   - slow-ping: answers ping only after 1.5 s (slower than degradedAfter);
+//   - grows: its tool grow adds a tool, so it sends tools/list_changed;
+//     its tools, prompts and resources have names a client would refuse
+//     and two that sanitise to the same name;
+//   - grandchild: starts a process that ignores SIGTERM, writes its pid to
+//     $GRANDCHILD_PID, and itself ignores SIGTERM and outlasts the end of
+//     its stdin (as a stuck server would).
+func serveAsChild(kind string) {
+	s := server.NewMCPServer(kind, "1", server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
+	})
+	var stdin io.Reader = os.Stdin
+	switch kind {
+	case "slow-ping":
+		stdin = delayLines(os.Stdin, `"method":"ping"`, 1500*time.Millisecond)
+	case "grows":
+		var grown atomic.Int32
+		s.AddTool(mcp.NewTool("grow"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name := "grown_" + strconv.Itoa(int(grown.Add(1)))
+			s.AddTool(mcp.NewTool(name), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText(name), nil
+			})
+			return mcp.NewToolResultText("added " + name), nil
+		})
+		noop := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		}
+		for _, name := range []string{"files.read", "files_read", "search/all docs", strings.Repeat("very_long_tool_name_", 4)} {
+			s.AddTool(mcp.NewTool(name), noop)
+		}
+		s.AddPrompt(mcp.NewPrompt("summarise: brief"), func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("brief", []mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent("Summarise."))}), nil
+		})
+		s.AddResource(mcp.NewResource("file:///notes/today.md", "today's notes.md", mcp.WithMIMEType("text/markdown")),
+			func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+				return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Today"}}, nil
+			})
+	case "grandchild":
+		gc := exec.Command("sh", "-c", `trap "" TERM; exec sleep 300`)
+		if err := gc.Start(); err != nil {
+			panic(err)
+		}
+		if err := os.WriteFile(os.Getenv("GRANDCHILD_PID"), []byte(strconv.Itoa(gc.Process.Pid)), 0o600); err != nil {
+			panic(err)
+		}
+		signal.Ignore(syscall.SIGTERM)
+	}
+	server.NewStdioServer(s).Listen(context.Background(), stdin, os.Stdout)
+	if kind == "grandchild" {
+		time.Sleep(time.Hour)
+	}
+}
+
+// delayLines passes r's lines on, holding those containing marker for d.
+func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if strings.Contains(strings.ReplaceAll(line, " ", ""), marker) {
+				time.Sleep(d)
+			}
+			if _, err := io.WriteString(pw, line+"\n"); err != nil {
+				return
+			}
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return pr
+}
