@@ -70,7 +70,7 @@ func Ops() []op.Operation {
 			Description: "op start runs task (with args, env, cwd under the project, orphan_ttl_sec) and returns its job_id; wait_ms waits for a quick task to end and returns its output. " +
 				"With stream true the server sends logging notifications {job_id, chunk} as output arrives. " +
 				"op status and op stop take job_id (stop: SIGTERM, then SIGKILL after grace_ms). " +
-				"A task the MCP allowlist does not allow is refused with error_category NotAllowlisted; only a person can change the allowlist.",
+				"A task the MCP allowlist does not allow is refused with {ok: false, code: NotAllowlisted, hint} (exit 5 on the CLI); only a person can change the allowlist.",
 			Examples: "lm jobs run-task --op start --task test --wait-ms 60000",
 			Effect:   op.Destructive,
 		}, RunTask),
