@@ -175,3 +175,32 @@ func TestNamesIgnoreShellAndPath(t *testing.T) {
 		t.Fatalf("names changed with SHELL and PATH:\n%q\n%q\nwant %q", bare, shadowed, want)
 	}
 }
+
+func TestWorkflowsComposeAndTurbo(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		".git/HEAD":                      "ref: refs/heads/main\n",
+		"turbo.json":                     `{"pipeline": {"lint": {}}}`, // turbo 1's key, at the repository root
+		"app/.github/workflows/ci.yml":   "name: CI\n",
+		"app/workflows/nightly.yaml":     "name: Nightly\n",
+		"app/custom/workflows/docs.yml":  "{}",
+		"app/.gitlab/workflows/mr.yml":   "name: MR\n",
+		"app/.github/workflows/notes.md": "not a workflow",
+		"app/docker-compose.dev.yml":     "services:\n  web: {image: x}\n",
+		"app/CMakeLists.txt":             "project(x)\nADD_CUSTOM_TARGET(fmt COMMAND clang-format)\n",
+		"app/release.sh":                 "#!/bin/sh\n",
+	})
+	want := []string{
+		"lint turbo turbo run lint",
+		"ci act act -W .github/workflows/ci.yml", "nightly act act -W workflows/nightly.yaml",
+		"docs act act -W custom/workflows/docs.yml", "mr act act -W .gitlab/workflows/mr.yml",
+		"up docker compose docker compose -f docker-compose.dev.yml up",
+		"down docker compose docker compose -f docker-compose.dev.yml down",
+		"web docker compose docker compose -f docker-compose.dev.yml run web",
+		"fmt cmake cmake --build build --target fmt",
+		"release sh ./release.sh",
+	}
+	if got := listed(t, filepath.Join(root, "app")); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
