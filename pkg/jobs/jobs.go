@@ -19,7 +19,8 @@ const DefaultChunk = 64 << 10
 
 // StartInput says what to run and how.
 type StartInput struct {
-	Command []string `json:"command,omitempty" jsonschema:"a task name and its arguments, or a command and its arguments"`
+	Command []string `json:"command,omitempty" jsonschema:"a task name and its arguments (a command and its arguments when the project has no such task)"`
+	Argv    []string `json:"argv,omitempty" jsonschema:"the words after --: a command, never looked up as a task; after a task name, more of its arguments"`
 	Task    string   `json:"task,omitempty" jsonschema:"run this task (the command words are then its arguments)"`
 	PTY     bool     `json:"pty,omitempty" jsonschema:"run in a pseudo-terminal (output is merged, lines end in CRLF)"`
 	Env     []string `json:"env,omitempty" jsonschema:"environment entries (KEY=VALUE) to add"`
@@ -37,21 +38,25 @@ type StartOutput struct {
 	Output *Chunk `json:"output,omitempty"`
 }
 
-// StartCommand starts a job from a task name or a command. The first word
-// names a task when the project defines one; otherwise the words are the
-// command.
+// StartCommand starts a job from a task name or a command. A command after
+// -- alone is run as is. Otherwise the first word names a task when the
+// project defines one, and the words are the command when it does not.
 func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput, error) {
 	root, err := os.Getwd()
 	if err != nil {
 		return StartOutput{}, err
 	}
-	spec := Spec{Env: in.Env, PTY: in.PTY, LogSize: in.LogSize, Argv: in.Command}
-	name, args := in.Task, in.Command
+	spec := Spec{Env: in.Env, PTY: in.PTY, LogSize: in.LogSize, Argv: in.Argv}
+	name, args := in.Task, append(append([]string(nil), in.Command...), in.Argv...)
 	if name == "" && len(in.Command) > 0 {
-		if t, err := tasks.Find(root, in.Command[0]); err == nil {
-			name, args = t.Name, in.Command[1:]
-		} else if op.KindOf(err) == op.KindInvalid {
-			return StartOutput{}, err // an ambiguous task name
+		t, err := tasks.Find(root, in.Command[0])
+		switch {
+		case err == nil:
+			name, args = t.Name, args[1:]
+		case len(in.Argv) > 0 || op.KindOf(err) == op.KindInvalid:
+			return StartOutput{}, err // NAME -- ARGS names a task; or the name is ambiguous
+		default:
+			spec.Argv = in.Command
 		}
 	}
 	if name != "" {

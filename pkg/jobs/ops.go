@@ -12,14 +12,15 @@ func Ops() []op.Operation {
 		op.New(op.Meta{
 			Name: "jobs_start", Path: []string{"jobs", "start"},
 			Summary: "Start a task or a command as a background job",
-			Description: "The first word names a task when the project defines one (the rest are its arguments); otherwise the words are the command, run without a shell. " +
+			Description: "The words after -- alone are a command, run as is without a shell. Otherwise the first word names a task when the project defines one " +
+				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. " +
 				"The job is owned by its own supervisor process and outlives lm. Beyond LM_JOBS_MAX_RUNNING (default 8) running jobs it waits queued. " +
 				"With --wait it returns as soon as the job ends, with its exit code and the tail of its output. A task the human allowlist denies is refused. " +
 				"Not available over MCP: agents use run_task, which checks the MCP allowlist.",
-			Examples: "lm jobs start test --wait 2m\nlm jobs start -- npm run dev --port 5173\nlm jobs start --pty -- ./interactive.sh --follow",
-			Args:     []string{"command"},
-			Aliases:  map[string][]string{"follow": {"f"}},
-			Effect:   op.Destructive, CLIOnly: true,
+			Examples: "lm jobs start test --wait 2m\nlm jobs start test -- -run TestX\nlm jobs start -r --jq .job.job_id -- npm run dev --port 5173\nlm jobs start --pty --follow -- ./interactive.sh",
+			Args:     []string{"command"}, Trailing: "argv",
+			Aliases: map[string][]string{"follow": {"f"}},
+			Effect:  op.Destructive, CLIOnly: true,
 		}, StartCommand),
 		op.New(op.Meta{
 			Name: "jobs_list", Path: []string{"jobs", "list"},
@@ -70,7 +71,7 @@ func Ops() []op.Operation {
 			Description: "op start runs task (with args, env, cwd under the project, orphan_ttl_sec) and returns its job_id; wait_ms waits for a quick task to end and returns its output. " +
 				"With stream true the server sends logging notifications {job_id, chunk} as output arrives. " +
 				"op status and op stop take job_id (stop: SIGTERM, then SIGKILL after grace_ms). " +
-				"A task the MCP allowlist does not allow is refused with error_category NotAllowlisted; only a person can change the allowlist.",
+				"A task the MCP allowlist does not allow is refused with {ok: false, code: NotAllowlisted, hint} (exit 5 on the CLI); only a person can change the allowlist.",
 			Examples: "lm jobs run-task --op start --task test --wait-ms 60000",
 			Effect:   op.Destructive,
 		}, RunTask),

@@ -16,11 +16,14 @@ import (
 //	0  magic "LMRING1\x00"
 //	8  capacity (uint64, little endian)
 //	16 written  (uint64): bytes ever written; byte n lives at dataStart + n%capacity
+//	24 reserved (uint64): written plus the write in progress
 //	32 data
 //
-// One writer (the supervisor) updates data first and the header after, and
-// readers in other processes re-read the header after copying to detect
-// bytes overwritten while they read, like a seqlock.
+// One writer (the supervisor) announces a write in reserved, copies the
+// data, then advances written. A reader in another process takes written
+// before copying and reserved after, and drops what reserved says may have
+// been overwritten meanwhile, like a seqlock: a byte is only returned if
+// no write that could replace it had begun when the copy ended.
 const (
 	ringMagic = "LMRING1\x00"
 	dataStart = 32
@@ -34,7 +37,7 @@ type ringWriter struct {
 	f        *os.File
 	capacity uint64
 	written  uint64
-	header   [8]byte
+	word     [8]byte
 }
 
 func createRing(path string, capacity int64) (*ringWriter, error) {
@@ -62,6 +65,9 @@ func (w *ringWriter) Write(p []byte) (int, error) {
 	if uint64(len(p)) > w.capacity {
 		p = p[uint64(len(p))-w.capacity:] // only the tail can be kept
 	}
+	if err := w.putWord(24, end); err != nil { // reserved
+		return 0, err
+	}
 	pos := (end - uint64(len(p))) % w.capacity
 	first := min(uint64(len(p)), w.capacity-pos)
 	if _, err := w.f.WriteAt(p[:first], int64(dataStart+pos)); err != nil {
@@ -72,12 +78,17 @@ func (w *ringWriter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	w.written = end
-	binary.LittleEndian.PutUint64(w.header[:], end)
-	if _, err := w.f.WriteAt(w.header[:], 16); err != nil {
+	if err := w.putWord(16, end); err != nil { // written
 		return 0, err
 	}
+	w.written = end
 	return n, nil
+}
+
+func (w *ringWriter) putWord(offset int64, v uint64) error {
+	binary.LittleEndian.PutUint64(w.word[:], v)
+	_, err := w.f.WriteAt(w.word[:], offset)
+	return err
 }
 
 func (w *ringWriter) Close() error { return w.f.Close() }
@@ -102,6 +113,16 @@ func ringState(f *os.File) (capacity, written uint64, err error) {
 		return 0, 0, errors.New("not a job log")
 	}
 	return binary.LittleEndian.Uint64(h[8:]), binary.LittleEndian.Uint64(h[16:]), nil
+}
+
+// reservedAfterCopy is how far the writer may have written once a copy
+// ended: the reserved word, or written for a ring whose writer predates it.
+func reservedAfterCopy(f *os.File) (uint64, error) {
+	var h [16]byte
+	if _, err := f.ReadAt(h[:], 16); err != nil {
+		return 0, fmt.Errorf("read log header: %w", err)
+	}
+	return max(binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:])), nil
 }
 
 // readRing reads up to max bytes from cursor from. A cursor beyond the end
@@ -134,10 +155,13 @@ func readRing(path string, from uint64, max int) (Chunk, error) {
 			return Chunk{}, err
 		}
 	}
-	// The writer may have lapped the bytes just copied.
-	if _, after, err := ringState(f); err == nil && after > capacity && start < after-capacity {
+	// The writer may have lapped the bytes just copied: whatever a write
+	// begun by now could reach is no longer trusted.
+	if after, err := reservedAfterCopy(f); err == nil && after > capacity && start < after-capacity {
 		drop := min(after-capacity-start, uint64(len(buf)))
 		buf, start = buf[drop:], start+drop
+	} else if err != nil {
+		return Chunk{}, err
 	}
 	if end < written && len(buf) > 0 {
 		i := len(buf) - 1

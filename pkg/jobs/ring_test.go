@@ -73,3 +73,49 @@ func FuzzRing(f *testing.F) {
 		}
 	})
 }
+
+// TestRingReadWhileLapped reads the oldest retained bytes while the writer
+// overwrites them: every byte a read returns must be the one written at its
+// cursor, never a newer byte that took its place.
+func TestRingReadWhileLapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ring")
+	w, err := createRing(path, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	const total = 512 << 10
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var cursor uint64
+		buf := make([]byte, 24)
+		for cursor < total {
+			n := 1 + int(cursor%uint64(len(buf)))
+			for i := range n {
+				buf[i] = byte((cursor + uint64(i)) % 251)
+			}
+			w.Write(buf[:n])
+			cursor += uint64(n)
+		}
+	}()
+	for reads := 0; ; reads++ {
+		select {
+		case <-done:
+			if reads == 0 {
+				t.Fatal("no read overlapped the writer")
+			}
+			return
+		default:
+		}
+		c, err := readRing(path, 0, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range len(c.Data) {
+			if want := byte((c.From + uint64(i)) % 251); c.Data[i] != want {
+				t.Fatalf("read %d: byte at cursor %d is %d, want %d (chunk %d..%d)", reads, c.From+uint64(i), c.Data[i], want, c.From, c.To)
+			}
+		}
+	}
+}

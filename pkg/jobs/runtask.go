@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"sort"
 	"time"
@@ -37,13 +39,36 @@ func (in RunTaskInput) Validate() error {
 	return nil
 }
 
-// RunTaskOutput is spec 003's run_task result.
+// RunTaskOutput is spec 003's run_task result: ok with the job, or, for a
+// task the MCP allowlist does not allow, ok false with code NotAllowlisted.
 type RunTaskOutput struct {
 	OK     bool   `json:"ok"`
-	JobID  string `json:"job_id"`
-	State  string `json:"state"`
-	Status Job    `json:"status"`
+	Code   string `json:"code,omitempty" jsonschema:"why nothing ran, when ok is false: NotAllowlisted"`
+	Hint   string `json:"hint,omitempty" jsonschema:"what to do instead, when ok is false"`
+	Error  string `json:"error,omitempty" jsonschema:"which task was refused and why, when ok is false"`
+	JobID  string `json:"job_id,omitempty"`
+	State  string `json:"state,omitempty"`
+	Status *Job   `json:"status,omitempty"`
 	Output *Chunk `json:"output,omitempty" jsonschema:"the tail of the output, when the job ended within wait_ms"`
+}
+
+// NotAllowlisted is the code of a start the MCP allowlist refused.
+const NotAllowlisted = "NotAllowlisted"
+
+// ExitCode makes a refused start exit 5 (denied) on the CLI.
+func (r RunTaskOutput) ExitCode() int {
+	if r.Code == NotAllowlisted {
+		return op.KindDenied.ExitCode()
+	}
+	return 0
+}
+
+// notAllowlisted is returned by startTask for a task the MCP allowlist
+// does not allow; RunTask turns it into spec 003's refusal.
+type notAllowlisted struct{ task tasks.Task }
+
+func (e notAllowlisted) Error() string {
+	return fmt.Sprintf("task %s (%s in %s) is not allowlisted for MCP", e.task.Name, e.task.SourceName, e.task.FilePath)
 }
 
 // RunTask is the MCP face of jobs: start checks the MCP allowlist.
@@ -63,10 +88,15 @@ func RunTask(ctx context.Context, env *op.Env, in RunTaskInput) (RunTaskOutput, 
 		}
 		j, err = stop(ctx, env, in.JobID, grace)
 	}
+	var refused notAllowlisted
+	if errors.As(err, &refused) {
+		return RunTaskOutput{Code: NotAllowlisted, Error: refused.Error(),
+			Hint: fmt.Sprintf("Ask a human to grant MCP access to this task (lm tasks allow %s).", refused.task.Name)}, nil
+	}
 	if err != nil {
 		return RunTaskOutput{}, err
 	}
-	return RunTaskOutput{OK: true, JobID: j.ID, State: j.State, Status: j, Output: out}, nil
+	return RunTaskOutput{OK: true, JobID: j.ID, State: j.State, Status: &j, Output: out}, nil
 }
 
 func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, error) {
@@ -83,8 +113,7 @@ func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, 
 		return Job{}, nil, err
 	}
 	if !allow.Allows(t) {
-		return Job{}, nil, op.Errorf(op.KindDenied, "task %s (%s in %s) is not allowlisted for MCP", t.Name, t.SourceName, t.FilePath).
-			WithCategory("NotAllowlisted").WithHint("Ask a human to grant MCP access to this task (lm tasks allow %s).", t.Name)
+		return Job{}, nil, notAllowlisted{t}
 	}
 	spec := Spec{Task: t.Name, Argv: t.WithArgs(in.Args), TTL: DefaultTTL}
 	if spec.Dir, err = workDir(root, in.Cwd); err != nil {

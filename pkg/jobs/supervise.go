@@ -1,12 +1,15 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,13 +89,13 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	}()
 	waitErr := child.Wait()
 	close(exited)
-	// Whatever the child left in its process group is an orphan now.
+	// Whatever the child left behind is an orphan now.
 	syscall.Kill(-pid, syscall.SIGKILL)
-	reapOrphans(2 * time.Second)
+	endDescendants(2 * time.Second)
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
-		// A descendant that left the group still holds the output open.
+		// A descendant that would not die still holds the output open.
 		output.Close()
 	}
 
@@ -220,20 +223,59 @@ func startChild(j Job) (*exec.Cmd, io.ReadCloser, error) {
 	return cmd, r, nil
 }
 
-// reapOrphans waits for re-parented descendants to die, up to limit (one
-// that left the process group may live on; init inherits it).
-func reapOrphans(limit time.Duration) {
+// endDescendants kills and reaps what the job left behind, for up to
+// limit. As the child subreaper the supervisor inherits every orphaned
+// descendant, also those that left the job's process group (setsid,
+// daemons), so killing its own children until none is left reaches them
+// all: the children of one it kills are re-parented to it in turn.
+func endDescendants(limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-		switch {
-		case err != nil: // ECHILD: none left
+	for {
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err != nil {
+				return // ECHILD: none left
+			}
+			if pid == 0 {
+				break // some still run
+			}
+		}
+		if time.Now().After(deadline) {
 			return
-		case pid == 0:
-			time.Sleep(5 * time.Millisecond)
+		}
+		for _, pid := range children() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// children lists the processes whose parent is this one.
+func children() []int {
+	self := os.Getpid()
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // it ended meanwhile
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(data[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(self) {
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
 // copyOutput moves output into the ring until the writers are gone. A pty

@@ -38,7 +38,11 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
-		tasks = append(tasks, more...)
+		for _, t := range more {
+			if t.SourceName != "" { // a key "" names nothing a runner can run
+				tasks = append(tasks, t)
+			}
+		}
 	}
 	uniqify(tasks)
 	tasks = preferListings(dir, tasks)

@@ -216,6 +216,9 @@ func decodeTaskList(dir string, out []byte) ([]Task, error) {
 	var tasks []Task
 	var walk func(ns *taskNamespace)
 	walk = func(ns *taskNamespace) {
+		if ns == nil {
+			return // "namespaces": {"x": null}
+		}
 		for _, t := range ns.Tasks {
 			file := t.Location.Taskfile
 			if file == "" {

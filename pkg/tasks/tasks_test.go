@@ -123,6 +123,12 @@ func TestAllowlist(t *testing.T) {
 	if err := os.Symlink(proj, link); err != nil {
 		t.Fatal(err)
 	}
+	// a link inside the allowed directory to a file outside it
+	outside := filepath.Join(dir, "elsewhere.sh")
+	os.WriteFile(outside, nil, 0o755)
+	if err := os.Symlink(outside, filepath.Join(proj, "sub", "escape.sh")); err != nil {
+		t.Fatal(err)
+	}
 	task := func(file, name string) Task { return Task{FilePath: file, SourceName: name, Name: name} }
 	a, err := ParseAllowlist([]byte(`
 [[entries]]
@@ -154,6 +160,7 @@ tasks = ["deploy"]
 		{task(filepath.Join(proj, "sub", "..", "Makefile"), "x"), false}, // .. does not escape into the directory
 		{task(filepath.Join(proj, "subway", "Makefile"), "x"), false},    // prefix by components only
 		{task(mk, "test; rm -rf /"), false},                              // metacharacters are just a name
+		{task(filepath.Join(proj, "sub", "escape.sh"), "escape"), false}, // a symlink out of the directory
 	}
 	for _, c := range cases {
 		if got := a.Allows(c.t); got != c.want {

@@ -58,10 +58,19 @@ gib=1073741824
 ref_start=$(date +%s%N); head -c $gib /dev/zero | cat > /dev/null; ref_ns=$(( $(date +%s%N) - ref_start ))
 t0=$(date +%s%N)
 id=$("$LM" -r --jq .job.job_id jobs start --log-size 4194304 -- head -c $gib /dev/zero)
-sup=$("$LM" -r --jq .job.supervisor_pid jobs status "$id")
-rss=$(awk '/VmHWM/ {print $2}' "/proc/$sup/status" 2>/dev/null || echo "?")
+for _ in $(seq 1 500); do # the supervisor registers once it has started
+  sup=$("$LM" -r --jq '.job.supervisor_pid // empty' jobs status "$id")
+  [ -n "$sup" ] && break
+done
+# the supervisor's peak RSS (VmHWM only grows): the last reading before it exits
+( while hwm=$(awk '/VmHWM/ {print $2}' "/proc/$sup/status" 2>/dev/null) && [ -n "$hwm" ]; do
+    echo "$hwm"; sleep 0.1
+  done ) > "$work/hwm" &
+sampler=$!
 "$LM" jobs wait "$id" >/dev/null
 pipe_ns=$(( $(date +%s%N) - t0 ))
+wait "$sampler"
+rss=$(tail -n 1 "$work/hwm"); rss=${rss:-?}
 pty_bytes=268435456
 t0=$(date +%s%N)
 "$LM" jobs start --pty --log-size 4194304 --wait 10m -- head -c $pty_bytes /dev/zero >/dev/null
