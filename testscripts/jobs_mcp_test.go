@@ -17,9 +17,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// startMCPIn starts `lm mcp` in a project directory, as an agent's client
-// configured with a working directory would.
-func startMCPIn(t *testing.T, home, dir string) *client.Client {
+// startMCPIn starts `lm mcp` in a project directory (dir, or the test's own
+// when empty), as an agent's client configured with a working directory
+// would, and initializes a session named name.
+func startMCPIn(t *testing.T, home, dir, name string) *client.Client {
 	t.Helper()
 	inDir := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
 		cmd := exec.CommandContext(ctx, command, args...)
@@ -31,6 +32,9 @@ func startMCPIn(t *testing.T, home, dir string) *client.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	// NewStdioMCPClient starts the transport but leaves the client's
+	// notification routing to Start, which is idempotent. The process lives
+	// as long as the context given here, so it is not the call's context.
 	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +42,7 @@ func startMCPIn(t *testing.T, home, dir string) *client.Client {
 	defer cancel()
 	req := mcp.InitializeRequest{}
 	req.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: "jobs-test", Version: "1"}
+	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
 	if _, err := c.Initialize(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +148,7 @@ func TestRunTaskStreamsThroughAnMCPClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := startMCPIn(t, home, proj)
+	c := startMCPIn(t, home, proj, "jobs-test")
 	notes := &jobNotes{chunks: map[string][]string{}, ended: map[string]bool{}}
 	c.OnNotification(notes.handle)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -222,7 +226,7 @@ func TestRunTaskStreamsThroughAnMCPClient(t *testing.T) {
 // TestNoMCPToolChangesTheAllowlist lists the tools lm mcp exposes: none of
 // those that write an allowlist or run an arbitrary command is among them.
 func TestNoMCPToolChangesTheAllowlist(t *testing.T) {
-	c := startMCPIn(t, t.TempDir(), t.TempDir())
+	c := startMCPIn(t, t.TempDir(), t.TempDir(), "jobs-test")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})

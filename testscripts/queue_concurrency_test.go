@@ -45,29 +45,11 @@ func runLM(t *testing.T, home string, stdin string, args ...string) (string, int
 	return string(out), code
 }
 
-// startMCP starts `lm mcp` as an MCP client would and initializes a session.
+// startMCP starts `lm mcp` as an MCP client would and initializes a session
+// named name.
 func startMCP(t *testing.T, home, name string) *client.Client {
 	t.Helper()
-	c, err := client.NewStdioMCPClient("lm", []string{"LM_HOME=" + home, "LM_STORE="}, "mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	// NewStdioMCPClient starts the transport but leaves the client's
-	// notification routing to Start, which is idempotent. The process lives
-	// as long as the context given here, so it is not the call's context.
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return startMCPIn(t, home, "", name)
 }
 
 type nextResult struct {
