@@ -209,11 +209,16 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	jobs := make([]job, len(files))
 	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
 	taskKey := cacheTaskKey(in)
+	code := in.TaskType != "frontmatter" && in.TaskType != "pattern_match"
 	var read int64
 	var mu sync.Mutex
 	parallel(ctx, len(files), func(i int) {
 		j := &jobs[i]
 		j.file = files[i]
+		if code && LanguageOf(j.file.Path) == "" { // known without reading it
+			j.result, j.done = failed("unsupported_language", errUnsupported(j.file.Path)), true
+			return
+		}
 		matching := in.TaskType == "pattern_match"
 		var buf *[]byte
 		if matching {
@@ -236,7 +241,9 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 		}
 		j.content = content
 		if useCache {
-			sum := sha256.Sum256(append([]byte(taskKey), content...))
+			// The language is part of the key: the same bytes scan
+			// differently as Python and as TypeScript.
+			sum := sha256.Sum256(append([]byte(taskKey+LanguageOf(j.file.Path)+"\x00"), content...))
 			j.key = hex.EncodeToString(sum[:])
 		}
 	})
@@ -273,10 +280,7 @@ func answer(in Input, path string, content []byte) FileResult {
 	if in.TaskType == "frontmatter" {
 		return frontmatterResult(content, in.Fields)
 	}
-	lang := LanguageOf(path)
-	if lang == "" {
-		return failed("unsupported_language", errUnsupported(path))
-	}
+	lang := LanguageOf(path) // supported: process checked
 	syms, err := Scan(lang, content)
 	if err != nil {
 		r := failed("parse_error", err)

@@ -319,3 +319,31 @@ func TestReadFile(t *testing.T) {
 		}
 	}
 }
+
+// The same bytes mean different things in different languages: the cache
+// must not answer a .ts file with what a .txt or .py file of the same
+// content yielded.
+func TestCacheKeyedByLanguage(t *testing.T) {
+	root := t.TempDir()
+	src := "def one(): pass\n"
+	for _, name := range []string{"a.txt", "b.py", "c.ts"} {
+		os.WriteFile(filepath.Join(root, name), []byte(src), 0o644)
+	}
+	env := testEnv(t)
+	for _, name := range []string{"a.txt", "b.py", "c.ts"} {
+		call(t, env, Input{TaskType: "functions", Files: []string{name}, Root: root})
+	}
+	d := call(t, env, Input{TaskType: "functions", Files: []string{"a.txt", "b.py", "c.ts"}, Root: root})
+	if r := d.Results["a.txt"]; r.ErrorCategory != "unsupported_language" {
+		t.Errorf("a.txt = %+v", r)
+	}
+	if r := d.Results["b.py"]; r.Language != "python" || len(*r.Functions) != 1 {
+		t.Errorf("b.py = %+v", r)
+	}
+	if r := d.Results["c.ts"]; r.Language != "typescript" || len(*r.Functions) != 0 {
+		t.Errorf("c.ts = %+v", r)
+	}
+	if d.Stats.Cached != 2 { // an unsupported file is answered without reading it
+		t.Errorf("cached %d of 2", d.Stats.Cached)
+	}
+}
