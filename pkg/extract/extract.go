@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,7 +88,7 @@ func (in *Input) Validate() error {
 		in.Depth = 1
 	}
 	if in.MaxFileBytes == 0 {
-		in.MaxFileBytes = 10 << 20
+		in.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if in.MaxMatches == 0 {
 		in.MaxMatches = 1000
@@ -289,6 +290,20 @@ func answer(in Input, path string, content []byte) FileResult {
 	}
 	r := FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}
 	return r
+}
+
+// DefaultMaxFileBytes is the size past which a file is skipped as too large.
+const DefaultMaxFileBytes = 10 << 20
+
+// ReadText reads a text file of at most limit bytes. A file that is
+// missing, a directory, larger or binary is not read: the error says why
+// and category is file_not_found, too_large or binary_file.
+func ReadText(path string, limit int64) (content []byte, category string, err error) {
+	content, res, ok := readFile(path, limit, nil)
+	if !ok {
+		return nil, res.ErrorCategory, errors.New(res.Error)
+	}
+	return content, "", nil
 }
 
 // readFile reads a file unless it is missing, a directory, too large or

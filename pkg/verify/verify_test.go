@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -48,6 +49,52 @@ func TestVerify(t *testing.T) {
 	}
 	if out.Data.Passed != 3 || out.Data.Failed != 2 || out.Data.Errors != 2 || out.ExitCode() != 8 {
 		t.Errorf("counts %d/%d/%d exit %d", out.Data.Passed, out.Data.Failed, out.Data.Errors, out.ExitCode())
+	}
+}
+
+// Binary and oversized files exist but are not read: checks on their
+// content are errors that say why, file_exists passes.
+func TestBinaryAndOversizedFilesAreSkipped(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "logo.png"), []byte("\x89PNG\x00\x01"), 0o644)
+	big, err := os.Create(filepath.Join(root, "huge.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Truncate(extract.DefaultMaxFileBytes + 1) // sparse: nothing is written
+	big.Close()
+	in := Input{Root: root, Checks: []Check{
+		{ID: "b1", File: "logo.png", Condition: Condition{Type: "contains", Value: "PNG"}},
+		{ID: "b2", File: "logo.png", Condition: Condition{Type: "file_exists"}},
+		{ID: "h1", File: "huge.txt", Condition: Condition{Type: "pattern", Value: "x"}},
+		{ID: "h2", File: "huge.txt", Condition: Condition{Type: "file_exists"}},
+		{ID: "o1", File: "../elsewhere", Condition: Condition{Type: "file_exists"}},
+	}}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Verify(context.Background(), &op.Env{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Data.Results
+	if r[0].Status != "error" || r[0].ErrorCategory != "binary_file" || r[0].Evidence != "not read" {
+		t.Errorf("binary content check: %+v", r[0])
+	}
+	if r[1].Status != "pass" || r[1].Evidence != "logo.png: 6 bytes" {
+		t.Errorf("binary file_exists: %+v", r[1])
+	}
+	if r[2].Status != "error" || r[2].ErrorCategory != "too_large" {
+		t.Errorf("oversized content check: %+v", r[2])
+	}
+	if r[3].Status != "pass" {
+		t.Errorf("oversized file_exists: %+v", r[3])
+	}
+	if r[4].Status != "error" || r[4].ErrorCategory != "outside_root" {
+		t.Errorf("file_exists outside the root: %+v", r[4])
+	}
+	if out.BytesRead != 0 {
+		t.Errorf("bytes_read = %d, want 0", out.BytesRead)
 	}
 }
 
