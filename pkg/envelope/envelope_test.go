@@ -57,3 +57,22 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// appended encodes itself onto the envelope's buffer.
+type appended struct{ n int }
+
+func (a appended) AppendJSON(b []byte) ([]byte, error) {
+	return append(b, `{"n":`+strings.Repeat("1", a.n)+`}`...), nil
+}
+
+func TestAppenderDataIsWrittenInPlace(t *testing.T) {
+	out, err := json.Marshal(OK(appended{n: 10}, 419)) // data is 16 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"success":true,"data":{"n":1111111111},"error":null,"error_category":null,"recoverable":true,` +
+		`"suggestion":null,"confidence":1,"tokens_used":0,"bytes_read":419,"tokens_saved":100}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+}

@@ -225,6 +225,9 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 // gitFiles lists tracked and untracked-but-not-ignored files under dir when
 // it is inside a git worktree: git applies every .gitignore exactly.
 func gitFiles(ctx context.Context, dir string) ([]string, bool) {
+	if !mayBeWorktree(dir) {
+		return nil, false
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, false
 	}
@@ -246,4 +249,24 @@ func gitFiles(ctx context.Context, dir string) ([]string, bool) {
 	}
 	sort.Strings(files)
 	return files, true
+}
+
+// mayBeWorktree reports whether git could find a repository for dir: a
+// .git directory or file (a linked worktree's, a submodule's) in dir or
+// above it, or GIT_DIR set. Asking git costs a process start, which would
+// otherwise be paid for every tree outside a repository.
+func mayBeWorktree(dir string) bool {
+	if os.Getenv("GIT_DIR") != "" {
+		return true
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
