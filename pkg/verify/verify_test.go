@@ -113,3 +113,21 @@ func TestMalformedChecklists(t *testing.T) {
 		}
 	}
 }
+
+func TestAllowOutsideRoot(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "project")
+	os.Mkdir(root, 0o755)
+	os.WriteFile(filepath.Join(parent, "shared.go"), []byte("package shared\n"), 0o644)
+	checks := []Check{{ID: "s", File: "../shared.go", Condition: Condition{Type: "contains", Value: "package shared"}}}
+	for _, allow := range []bool{false, true} {
+		out, err := Verify(context.Background(), &op.Env{}, Input{Root: root, AllowOutsideRoot: allow, Checks: checks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "error", true: "pass"}[allow]
+		if r := out.Data.Results[0]; r.Status != want {
+			t.Errorf("allow_outside_root %v: %+v", allow, r)
+		}
+	}
+}
