@@ -178,7 +178,15 @@ func TestRootConfinement(t *testing.T) {
 			t.Errorf("%s: got %v, want denied", f, err)
 		}
 	}
-	d := call(t, testEnv(t), Input{Files: []string{"link.md"}, Root: root, AllowOutsideRoot: true})
+	// a directory linked from inside the root is walked, by name and by glob
+	os.MkdirAll(filepath.Join(root, "real"), 0o755)
+	os.WriteFile(filepath.Join(root, "real", "y.md"), []byte("---\nb: 2\n---\n"), 0o644)
+	os.Symlink("real", filepath.Join(root, "linkdir"))
+	d := call(t, testEnv(t), Input{Files: []string{"linkdir", "linkdir/*.md"}, Root: root})
+	if got := slices.Sorted(maps.Keys(d.Results)); !slices.Equal(got, []string{"linkdir/y.md"}) || !d.Results["linkdir/y.md"].Found {
+		t.Errorf("linked directory: %+v", d.Results)
+	}
+	d = call(t, testEnv(t), Input{Files: []string{"link.md"}, Root: root, AllowOutsideRoot: true})
 	if !d.Results["link.md"].Found {
 		t.Errorf("allow_outside_root: %+v", d.Results)
 	}
