@@ -9,8 +9,7 @@
 package envelope
 
 import (
-	"bytes"
-	"encoding/json"
+	"strconv"
 
 	"lmtool.dev/lm/pkg/jsonio"
 )
@@ -42,48 +41,62 @@ func OK[T any](data T, bytesRead int64) Result[T] {
 // MarshalJSON encodes the envelope; see CompactJSON.
 func (r Result[T]) MarshalJSON() ([]byte, error) { return r.CompactJSON() }
 
+// Appender is data that encodes itself onto the end of a buffer as compact
+// JSON (as jsonio.Marshal would), so an answer of megabytes is written once,
+// in place, rather than encoded apart and copied into the envelope.
+type Appender interface {
+	AppendJSON(b []byte) ([]byte, error)
+}
+
 // CompactJSON encodes the envelope, filling tokens_saved from the size of
-// the encoded data. The data is encoded once and spliced into the envelope
-// rather than re-scanned: it can be megabytes of matches.
+// the encoded data. Data comes second, so the fields after it, which
+// include tokens_saved, are encoded once its size is known.
 func (r Result[T]) CompactJSON() ([]byte, error) {
-	var data []byte
+	b := append(make([]byte, 0, 512), `{"success":`...)
+	b = strconv.AppendBool(b, r.Success)
+	b = append(b, `,"data":`...)
+	start := len(b)
 	var err error
-	if r.Data == nil {
-		data = []byte("null")
-	} else if data, err = jsonio.Marshal(*r.Data); err != nil {
+	switch {
+	case r.Data == nil:
+		b = append(b, "null"...)
+	default:
+		if a, ok := any(*r.Data).(Appender); ok {
+			b, err = a.AppendJSON(b)
+		} else {
+			var data []byte
+			data, err = jsonio.Marshal(*r.Data)
+			b = append(b, data...)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	saved := 0
-	if n := (r.BytesRead - int64(len(data))) / bytesPerToken; r.Data != nil && n > 0 {
+	if n := (r.BytesRead - int64(len(b)-start)) / bytesPerToken; r.Data != nil && n > 0 {
 		saved = int(n)
 	}
-	head, err := jsonio.Marshal(wire{
-		Success: r.Success, Data: json.RawMessage("null"), Error: r.Error, ErrorCategory: r.ErrorCategory,
-		Recoverable: r.Recoverable, Suggestion: r.Suggestion, Confidence: r.Confidence,
-		TokensUsed: r.TokensUsed, BytesRead: r.BytesRead, TokensSaved: saved,
+	rest, err := jsonio.Marshal(tail{
+		Error: r.Error, ErrorCategory: r.ErrorCategory, Recoverable: r.Recoverable, Suggestion: r.Suggestion,
+		Confidence: r.Confidence, TokensUsed: r.TokensUsed, BytesRead: r.BytesRead, TokensSaved: saved,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// head is {"success":…,"data":null,…}: data is its second field.
-	at := bytes.Index(head, []byte(`,"data":null`)) + len(`,"data":`)
-	out := make([]byte, 0, len(head)+len(data))
-	out = append(append(append(out, head[:at]...), data...), head[at+len("null"):]...)
-	return out, nil
+	// rest is {"error":…}: its fields continue the envelope's.
+	return append(append(b, ','), rest[1:]...), nil
 }
 
-// wire is Result as encoded, with the data already in JSON.
-type wire struct {
-	Success       bool            `json:"success"`
-	Data          json.RawMessage `json:"data"`
-	Error         *string         `json:"error"`
-	ErrorCategory *string         `json:"error_category"`
-	Recoverable   bool            `json:"recoverable"`
-	Suggestion    *string         `json:"suggestion"`
-	Confidence    float64         `json:"confidence"`
-	TokensUsed    int             `json:"tokens_used"`
-	BytesRead     int64           `json:"bytes_read"`
-	TokensSaved   int             `json:"tokens_saved"`
+// tail is the fields of Result after data, as encoded.
+type tail struct {
+	Error         *string `json:"error"`
+	ErrorCategory *string `json:"error_category"`
+	Recoverable   bool    `json:"recoverable"`
+	Suggestion    *string `json:"suggestion"`
+	Confidence    float64 `json:"confidence"`
+	TokensUsed    int     `json:"tokens_used"`
+	BytesRead     int64   `json:"bytes_read"`
+	TokensSaved   int     `json:"tokens_saved"`
 }
 
 // WithExit makes the CLI exit with code while still printing the result

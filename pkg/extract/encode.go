@@ -18,8 +18,11 @@ func (d Data) MarshalJSON() ([]byte, error) { return d.CompactJSON() }
 
 // CompactJSON is MarshalJSON without encoding/json's re-scan of the result
 // (see jsonio.CompactMarshaler).
-func (d Data) CompactJSON() ([]byte, error) {
-	b := make([]byte, 0, d.sizeHint())
+func (d Data) CompactJSON() ([]byte, error) { return d.AppendJSON(nil) }
+
+// AppendJSON appends the encoded answer to b (see envelope.Appender).
+func (d Data) AppendJSON(b []byte) ([]byte, error) {
+	b = slices.Grow(b, d.sizeHint())
 	b = append(b, `{"task_type":`...)
 	b = appendString(b, d.TaskType)
 	b = append(b, `,"results":{`...)
@@ -42,10 +45,11 @@ func (d Data) CompactJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// sizeHint is about the encoded size of d's names and matches, so the
-// buffer is allocated once rather than grown and copied a dozen times.
+// sizeHint is about the encoded size of d's names and matches (and of an
+// envelope around them), so the buffer is allocated once rather than grown
+// and copied a dozen times.
 func (d Data) sizeHint() int {
-	n := 256
+	n := 1024
 	for name, r := range d.Results {
 		n += len(name) + 64
 		for _, m := range r.Matches {

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,7 +88,7 @@ func (in *Input) Validate() error {
 		in.Depth = 1
 	}
 	if in.MaxFileBytes == 0 {
-		in.MaxFileBytes = 10 << 20
+		in.MaxFileBytes = DefaultMaxFileBytes
 	}
 	if in.MaxMatches == 0 {
 		in.MaxMatches = 1000
@@ -209,11 +210,16 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	jobs := make([]job, len(files))
 	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
 	taskKey := cacheTaskKey(in)
+	code := in.TaskType != "frontmatter" && in.TaskType != "pattern_match"
 	var read int64
 	var mu sync.Mutex
 	parallel(ctx, len(files), func(i int) {
 		j := &jobs[i]
 		j.file = files[i]
+		if code && LanguageOf(j.file.Path) == "" { // known without reading it
+			j.result, j.done = failed("unsupported_language", errUnsupported(j.file.Path)), true
+			return
+		}
 		matching := in.TaskType == "pattern_match"
 		var buf *[]byte
 		if matching {
@@ -236,7 +242,9 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 		}
 		j.content = content
 		if useCache {
-			sum := sha256.Sum256(append([]byte(taskKey), content...))
+			// The language is part of the key: the same bytes scan
+			// differently as Python and as TypeScript.
+			sum := sha256.Sum256(append([]byte(taskKey+LanguageOf(j.file.Path)+"\x00"), content...))
 			j.key = hex.EncodeToString(sum[:])
 		}
 	})
@@ -273,10 +281,7 @@ func answer(in Input, path string, content []byte) FileResult {
 	if in.TaskType == "frontmatter" {
 		return frontmatterResult(content, in.Fields)
 	}
-	lang := LanguageOf(path)
-	if lang == "" {
-		return failed("unsupported_language", errUnsupported(path))
-	}
+	lang := LanguageOf(path) // supported: process checked
 	syms, err := Scan(lang, content)
 	if err != nil {
 		r := failed("parse_error", err)
@@ -285,6 +290,20 @@ func answer(in Input, path string, content []byte) FileResult {
 	}
 	r := FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}
 	return r
+}
+
+// DefaultMaxFileBytes is the size past which a file is skipped as too large.
+const DefaultMaxFileBytes = 10 << 20
+
+// ReadText reads a text file of at most limit bytes. A file that is
+// missing, a directory, larger or binary is not read: the error says why
+// and category is file_not_found, too_large or binary_file.
+func ReadText(path string, limit int64) (content []byte, category string, err error) {
+	content, res, ok := readFile(path, limit, nil)
+	if !ok {
+		return nil, res.ErrorCategory, errors.New(res.Error)
+	}
+	return content, "", nil
 }
 
 // readFile reads a file unless it is missing, a directory, too large or

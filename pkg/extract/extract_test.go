@@ -3,7 +3,9 @@ package extract
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -176,7 +178,15 @@ func TestRootConfinement(t *testing.T) {
 			t.Errorf("%s: got %v, want denied", f, err)
 		}
 	}
-	d := call(t, testEnv(t), Input{Files: []string{"link.md"}, Root: root, AllowOutsideRoot: true})
+	// a directory linked from inside the root is walked, by name and by glob
+	os.MkdirAll(filepath.Join(root, "real"), 0o755)
+	os.WriteFile(filepath.Join(root, "real", "y.md"), []byte("---\nb: 2\n---\n"), 0o644)
+	os.Symlink("real", filepath.Join(root, "linkdir"))
+	d := call(t, testEnv(t), Input{Files: []string{"linkdir", "linkdir/*.md"}, Root: root})
+	if got := slices.Sorted(maps.Keys(d.Results)); !slices.Equal(got, []string{"linkdir/y.md"}) || !d.Results["linkdir/y.md"].Found {
+		t.Errorf("linked directory: %+v", d.Results)
+	}
+	d = call(t, testEnv(t), Input{Files: []string{"link.md"}, Root: root, AllowOutsideRoot: true})
 	if !d.Results["link.md"].Found {
 		t.Errorf("allow_outside_root: %+v", d.Results)
 	}
@@ -317,5 +327,88 @@ func TestReadFile(t *testing.T) {
 		if _, r, ok := readFile(tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
 			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
 		}
+	}
+}
+
+// The same bytes mean different things in different languages: the cache
+// must not answer a .ts file with what a .txt or .py file of the same
+// content yielded.
+func TestCacheKeyedByLanguage(t *testing.T) {
+	root := t.TempDir()
+	src := "def one(): pass\n"
+	for _, name := range []string{"a.txt", "b.py", "c.ts"} {
+		os.WriteFile(filepath.Join(root, name), []byte(src), 0o644)
+	}
+	env := testEnv(t)
+	for _, name := range []string{"a.txt", "b.py", "c.ts"} {
+		call(t, env, Input{TaskType: "functions", Files: []string{name}, Root: root})
+	}
+	d := call(t, env, Input{TaskType: "functions", Files: []string{"a.txt", "b.py", "c.ts"}, Root: root})
+	if r := d.Results["a.txt"]; r.ErrorCategory != "unsupported_language" {
+		t.Errorf("a.txt = %+v", r)
+	}
+	if r := d.Results["b.py"]; r.Language != "python" || len(*r.Functions) != 1 {
+		t.Errorf("b.py = %+v", r)
+	}
+	if r := d.Results["c.ts"]; r.Language != "typescript" || len(*r.Functions) != 0 {
+		t.Errorf("c.ts = %+v", r)
+	}
+	if d.Stats.Cached != 2 { // an unsupported file is answered without reading it
+		t.Errorf("cached %d of 2", d.Stats.Cached)
+	}
+}
+
+// A directory inside a git worktree is walked as git sees it: ignored files
+// (by any .gitignore, nested ones too) are left out, untracked ones kept.
+func TestWalkRespectsGitignore(t *testing.T) {
+	root := t.TempDir()
+	git := exec.Command("git", "init", "-q", root)
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	for name, body := range map[string]string{
+		".gitignore":         "build/\n*.log\n",
+		"src/.gitignore":     "generated.md\n",
+		"src/plan.md":        "---\na: 1\n---\n",
+		"src/generated.md":   "---\na: 2\n---\n",
+		"src/debug.log":      "---\na: 3\n---\n",
+		"build/out.md":       "---\na: 4\n---\n",
+		"notes/untracked.md": "---\na: 5\n---\n",
+	} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		os.WriteFile(filepath.Join(root, name), []byte(body), 0o644)
+	}
+	d := call(t, testEnv(t), Input{Files: []string{"."}, Root: root, NoCache: true})
+	got := slices.Sorted(maps.Keys(d.Results))
+	if want := []string{".gitignore", "notes/untracked.md", "src/.gitignore", "src/plan.md"}; !slices.Equal(got, want) {
+		t.Errorf("walked %q, want %q", got, want)
+	}
+	d = call(t, testEnv(t), Input{Files: []string{"**/*.md"}, Root: root, NoCache: true})
+	if got := slices.Sorted(maps.Keys(d.Results)); !slices.Equal(got, []string{"notes/untracked.md", "src/plan.md"}) {
+		t.Errorf("glob matched %q", got)
+	}
+}
+
+// Outside a worktree every file is walked except .git directories.
+func TestWalkOutsideGit(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"a.md", "d/b.md", ".git/config", "d/.git/HEAD"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
+		os.WriteFile(filepath.Join(root, name), []byte("x\n"), 0o644)
+	}
+	r, err := NewRoot(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, missing, err := r.Expand(context.Background(), []string{"."})
+	if err != nil || len(missing) > 0 {
+		t.Fatal(err, missing)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Name)
+	}
+	if !slices.Equal(got, []string{"a.md", "d/b.md"}) {
+		t.Errorf("walked %q", got)
 	}
 }

@@ -75,9 +75,10 @@ type File struct {
 // worktree through git itself, otherwise skipping .git directories. An
 // argument matching nothing is reported in missing.
 func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing []string, err error) {
+	// One argument names each file once; several may overlap.
 	seen := map[string]bool{}
 	add := func(f File) {
-		if !seen[f.Path] {
+		if len(args) == 1 || !seen[f.Path] {
 			seen[f.Path] = true
 			files = append(files, f)
 		}
@@ -110,13 +111,22 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 				return nil, nil, err
 			}
 			for _, rel := range walked {
-				add(File{Name: joinName(arg, rel), Path: filepath.Join(abs, rel)})
+				add(File{Name: joinName(arg, rel), Path: under(abs, rel)})
 			}
 		default:
 			add(File{Name: arg, Path: abs})
 		}
 	}
 	return files, missing, nil
+}
+
+// under is filepath.Join(dir, rel) for a clean dir and a clean, relative
+// rel (what walk lists), without cleaning them again for every file.
+func under(dir, rel string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + filepath.FromSlash(rel)
+	}
+	return dir + string(filepath.Separator) + filepath.FromSlash(rel)
 }
 
 func joinName(dir, rel string) string {
@@ -161,7 +171,7 @@ func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
 	var out []File
 	for _, rel := range walked {
 		if re.MatchString(rel) {
-			out = append(out, File{Name: joinName(dir, rel), Path: filepath.Join(abs, rel)})
+			out = append(out, File{Name: joinName(dir, rel), Path: under(abs, rel)})
 		}
 	}
 	return out, nil
@@ -204,7 +214,13 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 	if files, ok := gitFiles(ctx, dir); ok {
 		return files, nil
 	}
+	// A directory named through a symlink (already checked to be allowed)
+	// is walked where it leads: WalkDir would not enter a link.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	var files []string
+	prefix := under(dir, "") // WalkDir's paths are dir joined with the rest
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are skipped, as find does with a message
@@ -213,8 +229,7 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
-			rel, _ := filepath.Rel(dir, p)
-			files = append(files, filepath.ToSlash(rel))
+			files = append(files, filepath.ToSlash(strings.TrimPrefix(p, prefix)))
 		}
 		return ctx.Err()
 	})
@@ -225,6 +240,9 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 // gitFiles lists tracked and untracked-but-not-ignored files under dir when
 // it is inside a git worktree: git applies every .gitignore exactly.
 func gitFiles(ctx context.Context, dir string) ([]string, bool) {
+	if !mayBeWorktree(dir) {
+		return nil, false
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, false
 	}
@@ -246,4 +264,24 @@ func gitFiles(ctx context.Context, dir string) ([]string, bool) {
 	}
 	sort.Strings(files)
 	return files, true
+}
+
+// mayBeWorktree reports whether git could find a repository for dir: a
+// .git directory or file (a linked worktree's, a submodule's) in dir or
+// above it, or GIT_DIR set. Asking git costs a process start, which would
+// otherwise be paid for every tree outside a repository.
+func mayBeWorktree(dir string) bool {
+	if os.Getenv("GIT_DIR") != "" {
+		return true
+	}
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }

@@ -3,6 +3,7 @@ package gitx
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"path"
 	"slices"
@@ -146,11 +147,12 @@ type StatusEntry struct {
 
 // FileChange is one file's line counts in a diff.
 type FileChange struct {
-	File    string `json:"file"`
-	From    string `json:"from,omitempty" jsonschema:"the old path of a rename or copy"`
-	Added   int    `json:"added"`
-	Removed int    `json:"removed"`
-	Binary  bool   `json:"binary,omitempty"`
+	File       string `json:"file"`
+	PathBase64 string `json:"path_base64,omitempty" jsonschema:"the exact bytes of a file name that is not valid UTF-8"`
+	From       string `json:"from,omitempty" jsonschema:"the old path of a rename or copy"`
+	Added      int    `json:"added"`
+	Removed    int    `json:"removed"`
+	Binary     bool   `json:"binary,omitempty"`
 }
 
 // Commit is one log entry.
@@ -166,9 +168,10 @@ type Commit struct {
 
 // ChangedFile is one path that changed.
 type ChangedFile struct {
-	Path   string `json:"path"`
-	Status string `json:"status" jsonschema:"added, modified, deleted, renamed, copied, type_changed, unmerged or untracked"`
-	From   string `json:"from,omitempty"`
+	Path       string `json:"path"`
+	PathBase64 string `json:"path_base64,omitempty" jsonschema:"the exact bytes of a path that is not valid UTF-8"`
+	Status     string `json:"status" jsonschema:"added, modified, deleted, renamed, copied, type_changed, unmerged or untracked"`
+	From       string `json:"from,omitempty"`
 }
 
 // Output is local_git's result.
@@ -271,9 +274,7 @@ func renameOf(e Entry) Rename {
 func entryOf(e Entry) StatusEntry {
 	se := StatusEntry{Path: e.Path, OrigPath: e.OrigPath, Index: string(e.Index), Worktree: string(e.Worktree),
 		Submodule: strings.HasPrefix(e.Submodule, "S")}
-	if !utf8.ValidString(e.Path) {
-		se.PathBase64 = base64Of(e.Path)
-	}
+	se.PathBase64 = exactBytes(e.Path)
 	switch e.Kind {
 	case '1':
 		se.Type = "changed"
@@ -288,6 +289,17 @@ func entryOf(e Entry) StatusEntry {
 	}
 	return se
 }
+
+// exactBytes is the base64 of a path JSON cannot carry as it is (one that
+// is not valid UTF-8 turns into U+FFFD there), else "".
+func exactBytes(path string) string {
+	if utf8.ValidString(path) {
+		return ""
+	}
+	return base64Of(path)
+}
+
+func base64Of(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
 // base revision for diff and changed_files: --since, else HEAD, else (in an
 // empty repository) the empty tree.
@@ -330,6 +342,7 @@ func (r *repo) diff(ctx context.Context, in Input, specs []string, d *Data) (int
 	changes, excluded := []FileChange{}, []string{}
 	var ins, del int
 	for _, c := range all {
+		c.PathBase64 = exactBytes(c.File)
 		if !in.IncludeLockFiles && slices.Contains(lockFiles, path.Base(c.File)) {
 			excluded = append(excluded, c.File)
 			continue
@@ -493,6 +506,7 @@ func (r *repo) changedFiles(ctx context.Context, in Input, specs []string, d *Da
 			f.Path = string(fields[i+1])
 			i += 2
 		}
+		f.PathBase64 = exactBytes(f.Path)
 		files = append(files, f)
 	}
 	untracked, err := r.git(ctx, append([]string{"ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--"}, specs...)...)
@@ -501,7 +515,7 @@ func (r *repo) changedFiles(ctx context.Context, in Input, specs []string, d *Da
 	}
 	for _, p := range bytes.Split(untracked, []byte{0}) {
 		if len(p) > 0 {
-			files = append(files, ChangedFile{Path: string(p), Status: "untracked"})
+			files = append(files, ChangedFile{Path: string(p), PathBase64: exactBytes(string(p)), Status: "untracked"})
 		}
 	}
 	d.Files = &files

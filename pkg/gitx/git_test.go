@@ -237,3 +237,33 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A copy (git finds it with -C when the source changed too) is reported with
+// its source in diff and changed_files; a name that is not UTF-8 keeps its
+// exact bytes in path_base64.
+func TestCopiesAndNonUTF8InDiffAndChangedFiles(t *testing.T) {
+	body := strings.Repeat("a line that makes the file long enough to compare\n", 20)
+	dir := newRepo(t, map[string]string{"orig.txt": body})
+	write(t, dir, "copy.txt", body)
+	write(t, dir, "orig.txt", body+"one more\n")
+	write(t, dir, "caf\xe9.txt", "x\n")
+	run(t, dir, "add", "-A")
+	cf := call(t, Input{TaskType: "changed_files", Root: dir})
+	want := []ChangedFile{
+		{Path: "caf\xe9.txt", Status: "added", PathBase64: base64Of("caf\xe9.txt")},
+		{Path: "copy.txt", Status: "copied", From: "orig.txt"},
+		{Path: "orig.txt", Status: "modified"},
+	}
+	if !slices.Equal(*cf.Files, want) {
+		t.Errorf("changed files = %+v", *cf.Files)
+	}
+	d := call(t, Input{TaskType: "diff", Root: dir})
+	var sawCopy, sawBytes bool
+	for _, c := range *d.Changes {
+		sawCopy = sawCopy || (c.File == "copy.txt" && c.From == "orig.txt" && c.Added == 0)
+		sawBytes = sawBytes || (c.PathBase64 == base64Of("caf\xe9.txt"))
+	}
+	if !sawCopy || !sawBytes || *d.FilesChanged != 3 {
+		t.Errorf("diff changes = %+v", *d.Changes)
+	}
+}

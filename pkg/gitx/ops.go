@@ -1,10 +1,6 @@
 package gitx
 
-import (
-	"encoding/base64"
-
-	"lmtool.dev/lm/pkg/op"
-)
+import "lmtool.dev/lm/pkg/op"
 
 // Ops is local_git, on the CLI as `lm git status|diff|log|changed-files`.
 func Ops() []op.Operation {
@@ -22,5 +18,3 @@ func Ops() []op.Operation {
 		}, Git),
 	}
 }
-
-func base64Of(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -226,30 +226,40 @@ type fileCache struct {
 }
 
 type cached struct {
+	size    int64 // -1 when the file does not exist (or is outside the root)
 	content []byte
 	err     *Result
 	symbols *extract.Symbols
 	scanErr error
 }
 
+// get reads a check's file once. Binary files and files over
+// extract.DefaultMaxFileBytes exist but are not read: their checks are
+// errors saying so.
 func (fc *fileCache) get(name string) *cached {
 	if e, ok := fc.entries[name]; ok {
 		return e
 	}
-	e := &cached{}
+	e := &cached{size: -1}
 	fc.entries[name] = e
 	path, err := fc.root.Resolve(name)
-	if err == nil {
-		e.content, err = os.ReadFile(path)
-	}
 	if err != nil {
-		cat := "file_not_found"
-		if op.KindOf(err) == op.KindDenied {
-			cat = "outside_root"
-		}
-		e.err = &Result{Status: "error", Evidence: "not found", Reason: err.Error(), ErrorCategory: cat}
+		e.err = &Result{Status: "error", Evidence: "not found", Reason: err.Error(), ErrorCategory: "outside_root"}
+		return e
 	}
-	fc.read += int64(len(e.content))
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		e.size = st.Size()
+	}
+	content, category, err := extract.ReadText(path, extract.DefaultMaxFileBytes)
+	if err != nil {
+		e.err = &Result{Status: "error", Evidence: "not read", Reason: fmt.Sprintf("%s: %v", name, err), ErrorCategory: category}
+		if category == "file_not_found" {
+			e.err.Evidence = "not found"
+		}
+		return e
+	}
+	e.content = content
+	fc.read += int64(len(content))
 	return e
 }
 
@@ -257,10 +267,13 @@ func (fc *fileCache) check(c Check) Result {
 	v := c.Condition.Value
 	e := fc.get(c.File)
 	if c.Condition.Type == "file_exists" {
-		if e.err != nil {
-			return Result{Status: "fail", Evidence: "not found", Reason: c.File + " does not exist"}
+		switch {
+		case e.size >= 0:
+			return Result{Status: "pass", Evidence: fmt.Sprintf("%s: %d bytes", c.File, e.size)}
+		case e.err.ErrorCategory == "outside_root": // whether it exists is not ours to say
+			return *e.err
 		}
-		return Result{Status: "pass", Evidence: fmt.Sprintf("%s: %d bytes", c.File, len(e.content))}
+		return Result{Status: "fail", Evidence: "not found", Reason: c.File + " does not exist"}
 	}
 	if e.err != nil {
 		return *e.err

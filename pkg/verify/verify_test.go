@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -51,6 +52,52 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+// Binary and oversized files exist but are not read: checks on their
+// content are errors that say why, file_exists passes.
+func TestBinaryAndOversizedFilesAreSkipped(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "logo.png"), []byte("\x89PNG\x00\x01"), 0o644)
+	big, err := os.Create(filepath.Join(root, "huge.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big.Truncate(extract.DefaultMaxFileBytes + 1) // sparse: nothing is written
+	big.Close()
+	in := Input{Root: root, Checks: []Check{
+		{ID: "b1", File: "logo.png", Condition: Condition{Type: "contains", Value: "PNG"}},
+		{ID: "b2", File: "logo.png", Condition: Condition{Type: "file_exists"}},
+		{ID: "h1", File: "huge.txt", Condition: Condition{Type: "pattern", Value: "x"}},
+		{ID: "h2", File: "huge.txt", Condition: Condition{Type: "file_exists"}},
+		{ID: "o1", File: "../elsewhere", Condition: Condition{Type: "file_exists"}},
+	}}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Verify(context.Background(), &op.Env{}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.Data.Results
+	if r[0].Status != "error" || r[0].ErrorCategory != "binary_file" || r[0].Evidence != "not read" {
+		t.Errorf("binary content check: %+v", r[0])
+	}
+	if r[1].Status != "pass" || r[1].Evidence != "logo.png: 6 bytes" {
+		t.Errorf("binary file_exists: %+v", r[1])
+	}
+	if r[2].Status != "error" || r[2].ErrorCategory != "too_large" {
+		t.Errorf("oversized content check: %+v", r[2])
+	}
+	if r[3].Status != "pass" {
+		t.Errorf("oversized file_exists: %+v", r[3])
+	}
+	if r[4].Status != "error" || r[4].ErrorCategory != "outside_root" {
+		t.Errorf("file_exists outside the root: %+v", r[4])
+	}
+	if out.BytesRead != 0 {
+		t.Errorf("bytes_read = %d, want 0", out.BytesRead)
+	}
+}
+
 func TestMalformedChecklists(t *testing.T) {
 	for _, in := range []Input{
 		{},
@@ -63,6 +110,24 @@ func TestMalformedChecklists(t *testing.T) {
 	} {
 		if err := in.Validate(); op.KindOf(err) != op.KindInvalid {
 			t.Errorf("%+v: got %v, want invalid input", in, err)
+		}
+	}
+}
+
+func TestAllowOutsideRoot(t *testing.T) {
+	parent := t.TempDir()
+	root := filepath.Join(parent, "project")
+	os.Mkdir(root, 0o755)
+	os.WriteFile(filepath.Join(parent, "shared.go"), []byte("package shared\n"), 0o644)
+	checks := []Check{{ID: "s", File: "../shared.go", Condition: Condition{Type: "contains", Value: "package shared"}}}
+	for _, allow := range []bool{false, true} {
+		out, err := Verify(context.Background(), &op.Env{}, Input{Root: root, AllowOutsideRoot: allow, Checks: checks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: "error", true: "pass"}[allow]
+		if r := out.Data.Results[0]; r.Status != want {
+			t.Errorf("allow_outside_root %v: %+v", allow, r)
 		}
 	}
 }
