@@ -40,11 +40,11 @@ func Ops() []op.Operation {
 // AnalyzeInput is a local_analyze call.
 type AnalyzeInput struct {
 	TaskType         string   `json:"task_type" jsonschema:"dependencies, exports, functions, types, imports or structure"`
-	Files            []string `json:"files"`
+	Files            []string `json:"files" jsonschema:"files, directories (walked, .gitignore respected) and globs (** for any depth), relative to root"`
 	Depth            int      `json:"depth,omitempty" jsonschema:"dependencies: import levels to follow (default 1)"`
-	Root             string   `json:"root,omitempty"`
-	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty"`
-	NoCache          bool     `json:"no_cache,omitempty"`
+	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
+	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
+	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
 }
 
 // RefineSchema lists the task types.

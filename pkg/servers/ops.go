@@ -257,7 +257,7 @@ type AddInput struct {
 	URL         string   `json:"url,omitempty" jsonschema:"the server's URL (streamable HTTP, or SSE with --transport sse)"`
 	Transport   string   `json:"transport,omitempty" jsonschema:"stdio, http or sse (inferred from command or url)"`
 	Env         []string `json:"env,omitempty" jsonschema:"environment variables for the server, each as NAME=VALUE (repeatable)"`
-	Description string   `json:"description,omitempty"`
+	Description string   `json:"description,omitempty" jsonschema:"what the server is for, shown in lists and on the dashboard"`
 	AutoStart   bool     `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
 	Disabled    bool     `json:"disabled,omitempty" jsonschema:"add it disabled"`
 	Replace     bool     `json:"replace,omitempty" jsonschema:"replace a server of the same name"`
@@ -549,7 +549,7 @@ func LogPath(home, name string) string { return filepath.Join(home, "servers", n
 
 // LogsInput is servers_logs's input.
 type LogsInput struct {
-	Name   string `json:"name"`
+	Name   string `json:"name" jsonschema:"the server's name"`
 	Lines  int    `json:"lines,omitempty" jsonschema:"how many of the last lines (default 40)"`
 	Follow bool   `json:"follow,omitempty" jsonschema:"print lines as JSON Lines as they are written (CLI)"`
 }
