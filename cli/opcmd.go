@@ -101,6 +101,18 @@ func (a *app) complete(l leaf) {
 	}
 }
 
+// hasFlag reports whether cmd has a flag whose own name is name. A field
+// with no flag of its own (an object, say) may share its name with another
+// field's alias (--checks for checks_file), which IsSet would answer for.
+func hasFlag(cmd *ucli.Command, name string) bool {
+	for _, f := range cmd.Flags {
+		if f.Names()[0] == name {
+			return true
+		}
+	}
+	return false
+}
+
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
@@ -163,7 +175,7 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 	}
 	for _, name := range op.FieldNames(schema) {
 		fn := flagName(name)
-		if !cmd.IsSet(fn) {
+		if !hasFlag(cmd, fn) || !cmd.IsSet(fn) {
 			continue
 		}
 		in[name] = cmd.Value(fn)

@@ -41,6 +41,7 @@ type Input struct {
 	OutputPath    string         `json:"output_path,omitempty" jsonschema:"write the result to this file (under root) instead of only returning it"`
 	Force         bool           `json:"force,omitempty" jsonschema:"overwrite output_path if it exists"`
 	Root          string         `json:"root,omitempty" jsonschema:"the project root: .lm/templates and output_path resolve under it (default: the current directory)"`
+	List          bool           `json:"list,omitempty" jsonschema:"list the templates there are, with their origin and variables, in data.templates instead of rendering one"`
 }
 
 // RefineSchema lists the task types.
@@ -52,12 +53,18 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 
 // Validate checks that the template comes from exactly one place.
 func (in *Input) Validate() error {
+	if in.List {
+		if in.Template != "" || in.TemplateFile != "" || in.OutputPath != "" {
+			return op.Errorf(op.KindInvalid, "list takes no template and no output_path: it lists the templates there are")
+		}
+		return nil
+	}
 	if in.Template == "" && in.TemplateFile == "" {
 		in.Template = in.TaskType
 	}
 	if (in.Template == "") == (in.TemplateFile == "") {
 		return op.Errorf(op.KindInvalid, "give the template exactly once: a name or text (template), or template_file").
-			WithHint("lm generate summary < vars.json, or lm generate list for the templates there are")
+			WithHint("lm generate summary < vars.json, or lm generate --list for the templates there are")
 	}
 	for _, kv := range in.Var {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -75,6 +82,8 @@ type Data struct {
 	Template string   `json:"template" jsonschema:"the template's name, file, or inline"`
 	Origin   string   `json:"origin" jsonschema:"builtin, project, home, file or inline"`
 	Unused   []string `json:"unused" jsonschema:"variables given that the template never uses"`
+	// Templates answers list: the catalogue, nothing rendered.
+	Templates []Listed `json:"templates,omitempty" jsonschema:"with list: every template, with its origin and variables"`
 }
 
 // Output is local_generate's result.
@@ -82,6 +91,13 @@ type Output = envelope.Result[Data]
 
 // Generate renders the template and, with output_path, writes the file.
 func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
+	if in.List {
+		l, err := List(ctx, env, ListInput{Root: in.Root})
+		if err != nil {
+			return Output{}, err
+		}
+		return envelope.OK(Data{Unused: []string{}, Templates: l.Templates}, 0), nil
+	}
 	root, err := extract.NewRoot(in.Root, false)
 	if err != nil {
 		return Output{}, err

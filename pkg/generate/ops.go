@@ -15,10 +15,11 @@ func Ops() []op.Operation {
 				"must be given (in #if too: pass false, null or [] to leave a section out), else exit 2 listing all that are missing; variables " +
 				"the template never uses are reported in unused. Variables come from a JSON object on stdin, --vars FILE (JSON, YAML, TOML) and " +
 				"--var KEY=VALUE, later sources overriding earlier ones. --output-path writes atomically under the root and refuses to replace " +
-				"an existing file (exit 4) without --force.",
+				"an existing file (exit 4) without --force. --list lists the templates there are instead (as lm generate list does).",
 			Examples: "lm generate summary < vars.json\n" +
 				"lm generate --vars plan.yaml --output-path .planning/01-PLAN.md plan\n" +
-				"lm generate 'Hello {{name}}' --var name=world -r --jq .data.content",
+				"lm generate 'Hello {{name}}' --var name=world -r --jq .data.content\n" +
+				"lm generate --list -r --jq '.data.templates[].name'",
 			Args:      []string{"template"},
 			Aliases:   map[string][]string{"output_path": {"output", "o"}},
 			StdinText: "variables_json",

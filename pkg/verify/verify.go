@@ -30,7 +30,7 @@ type Input struct {
 	ChecksFile       string  `json:"checks_file,omitempty" jsonschema:"read the checklist from this JSON, YAML or TOML file"`
 	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
 	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
-	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty"`
+	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty" jsonschema:"check files outside root too"`
 }
 
 // Check is one requirement.
@@ -68,7 +68,7 @@ func (in *Input) Validate() error {
 		}
 	}
 	if sources != 1 {
-		return op.Errorf(op.KindInvalid, "give the checklist exactly once: checks, --checks-file FILE or JSON on stdin")
+		return op.Errorf(op.KindInvalid, "give the checklist exactly once: checks, --checks FILE or JSON on stdin")
 	}
 	var err error
 	switch {
