@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/yosida95/uritemplate/v3"
 
 	"lmtool.dev/lm/pkg/servers/cache"
 )
@@ -20,7 +21,9 @@ import (
 type mirrored struct {
 	tools, prompts, resources          []string // upstream names and URIs
 	aggTools, aggPrompts, aggResources []string // as registered on /mcp
-	collisions                         []string
+	// aggTemplates are listed on /mcp by the hub itself (see serveResources).
+	aggTemplates []mcp.ResourceTemplate
+	collisions   []string
 }
 
 // Separator joins a server's name and its tool's or prompt's name on /mcp.
@@ -54,6 +57,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	var tools []mcp.Tool
 	var prompts []mcp.Prompt
 	var resources []mcp.Resource
+	var templates []mcp.ResourceTemplate
 	if caps.Tools != nil {
 		res, err := cl.ListTools(lctx, mcp.ListToolsRequest{})
 		if err != nil {
@@ -78,6 +82,18 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 			return fmt.Errorf("resources/list: %w", err)
 		}
 		resources = res.Resources
+		// Servers that predate templates do not answer templates/list; they
+		// still have their resources.
+		tres, err := cl.ListResourceTemplates(lctx, mcp.ListResourceTemplatesRequest{})
+		if err != nil {
+			h.log.Warn("resources/templates/list failed; the server's templates are not served", "server", c.name, "err", err)
+		} else {
+			for _, t := range tres.ResourceTemplates {
+				if t.URITemplate != nil && t.URITemplate.Template != nil {
+					templates = append(templates, t)
+				}
+			}
+		}
 	}
 
 	// A session that ended while its lists were being read must not put
@@ -98,7 +114,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	}
 	var ownPrompts []server.ServerPrompt
 	for _, p := range prompts {
-		ownPrompts = append(ownPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, p.Name)})
+		ownPrompts = append(ownPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, c.own, p.Name)})
 		m.prompts = append(m.prompts, p.Name)
 	}
 	var ownResources []server.ServerResource
@@ -106,15 +122,20 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		ownResources = append(ownResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
 		m.resources = append(m.resources, r.URI)
 	}
+	var ownTemplates []server.ServerResourceTemplate
+	for _, t := range templates {
+		ownTemplates = append(ownTemplates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(h.resourceHandler(c))})
+	}
 	c.own.SetTools(ownTools...)
 	c.own.SetPrompts(ownPrompts...)
 	c.own.SetResources(ownResources...)
+	c.own.SetResourceTemplates(ownTemplates...)
 
 	if h.aggregate != nil {
 		h.takeOff(c)
 		// Two of the server's own names may sanitise to the same one, so
 		// names taken in this batch count as well as those on /mcp.
-		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}}
+		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}}
 		var aggTools []server.ServerTool
 		for i, t := range tools {
 			name := Namespaced(c.name, t.Name)
@@ -139,20 +160,32 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 			taken["prompt"][name] = true
 			upstream := p.Name
 			p.Name = name
-			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, upstream)})
+			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, h.aggregate, upstream)})
 			m.aggPrompts = append(m.aggPrompts, name)
 		}
 		existingResources := h.aggregate.ListResources()
 		var aggResources []server.ServerResource
 		for _, r := range resources {
-			if taken["resource"][r.URI] || existingResources[r.URI] != nil {
-				m.collisions = append(m.collisions, "resource "+r.URI)
+			uri := NamespacedURI(c.name, r.URI)
+			if taken["resource"][uri] || existingResources[uri] != nil {
+				m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
 				continue
 			}
-			taken["resource"][r.URI] = true
-			r.Name = Namespaced(c.name, r.Name)
-			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
-			m.aggResources = append(m.aggResources, r.URI)
+			taken["resource"][uri] = true
+			r.URI, r.Name = uri, Namespaced(c.name, r.Name)
+			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.readAggregated})
+			m.aggResources = append(m.aggResources, uri)
+		}
+		for _, t := range templates {
+			raw := NamespacedURI(c.name, t.URITemplate.Raw())
+			tpl, err := uritemplate.New(raw)
+			if err != nil || taken["template"][raw] {
+				m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
+				continue
+			}
+			taken["template"][raw] = true
+			t.URITemplate, t.Name = &mcp.URITemplate{Template: tpl}, Namespaced(c.name, t.Name)
+			m.aggTemplates = append(m.aggTemplates, t)
 		}
 		if len(aggTools) > 0 {
 			h.aggregate.AddTools(aggTools...)
@@ -168,8 +201,12 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		}
 	}
 	c.mu.Lock()
+	before := len(c.mirrored.aggTemplates)
 	c.mirrored = m
 	c.mu.Unlock()
+	if before > 0 || len(m.aggTemplates) > 0 {
+		h.templatesChanged()
+	}
 	h.notifyChange()
 	return nil
 }
@@ -202,14 +239,19 @@ func (h *Hub) unmirror(c *child) {
 	c.own.SetTools()
 	c.own.SetPrompts()
 	c.own.SetResources()
+	c.own.SetResourceTemplates()
 	c.mu.Lock()
+	hadTemplates := len(c.mirrored.aggTemplates) > 0
 	c.live, c.mirrored = nil, mirrored{}
 	c.mu.Unlock()
+	if hadTemplates {
+		h.templatesChanged()
+	}
 	h.notifyChange()
 }
 
-// toolHandler forwards a tools/call to the child under its upstream name.
-// A progress token is swapped for one unique to the hub, so progress from
+// toolHandler forwards a tools/call to the child under its upstream name,
+// for endpoint (/mcp or the server's own). A progress token is swapped for one unique to the hub, so progress from
 // the child reaches the one downstream request that asked for it.
 func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -240,6 +282,11 @@ func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string)
 		if err != nil {
 			return nil, err
 		}
+		// On /mcp, a link to one of the server's resources must be one a
+		// client can read there.
+		if endpoint == h.aggregate {
+			return namespacedToolResult(c.name, v.(*mcp.CallToolResult)), nil
+		}
 		return v.(*mcp.CallToolResult), nil
 	}
 }
@@ -259,7 +306,9 @@ func chosen(args map[string]any, fields []string) map[string]any {
 	return out
 }
 
-func (h *Hub) promptHandler(c *child, upstream string) server.PromptHandlerFunc {
+// promptHandler forwards a prompts/get; on /mcp, resources the messages
+// embed or link to are named as /mcp names them.
+func (h *Hub) promptHandler(c *child, endpoint *server.MCPServer, upstream string) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		req.Params.Name = upstream
 		v, err := h.forward(ctx, c, "prompts/get", upstream, nil, func(ctx context.Context, cl *client.Client) (any, error) {
@@ -268,29 +317,9 @@ func (h *Hub) promptHandler(c *child, upstream string) server.PromptHandlerFunc 
 		if err != nil {
 			return nil, err
 		}
+		if endpoint == h.aggregate {
+			return namespacedPromptResult(c.name, v.(*mcp.GetPromptResult)), nil
+		}
 		return v.(*mcp.GetPromptResult), nil
-	}
-}
-
-// resourceHandler forwards resources/read, through the cache: a read is
-// what the protocol treats as cacheable, and resources/updated or
-// list_changed from the child invalidates it.
-func (h *Hub) resourceHandler(c *child) server.ResourceHandlerFunc {
-	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		var key *cache.Key
-		if k, err := cache.KeyOf(c.name, "resources/read", req.Params.URI, req.Params); err == nil {
-			key = &k
-		}
-		v, err := h.forward(ctx, c, "resources/read", req.Params.URI, key, func(ctx context.Context, cl *client.Client) (any, error) {
-			res, err := cl.ReadResource(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			return res.Contents, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return v.([]mcp.ResourceContents), nil
 	}
 }
