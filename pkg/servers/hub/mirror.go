@@ -179,7 +179,11 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		for _, t := range templates {
 			raw := NamespacedURI(c.name, t.URITemplate.Raw())
 			tpl, err := uritemplate.New(raw)
-			if err != nil || taken["template"][raw] {
+			if err != nil { // not expected: a literal prefix to a template that parsed
+				h.log.Warn("resource template not served on /mcp", "server", c.name, "template", raw, "err", err)
+				continue
+			}
+			if taken["template"][raw] {
 				m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
 				continue
 			}
