@@ -132,14 +132,20 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	c.own.SetResourceTemplates(ownTemplates...)
 
 	if h.aggregate != nil {
-		h.takeOff(c)
-		// Two of the server's own names may sanitise to the same one, so
-		// names taken in this batch count as well as those on /mcp.
+		// The server's earlier names stay on /mcp until they are replaced, so
+		// a refresh (on its list_changed) never fails a call to a tool it
+		// still has; they are not collisions. Two of the server's own names
+		// may sanitise to the same one, so names taken in this batch count
+		// as well as those on /mcp.
+		c.mu.Lock()
+		before := c.mirrored
+		c.mu.Unlock()
+		ours := map[string]map[string]bool{"tool": set(before.aggTools), "prompt": set(before.aggPrompts), "resource": set(before.aggResources)}
 		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}}
 		var aggTools []server.ServerTool
 		for i, t := range tools {
 			name := Namespaced(c.name, t.Name)
-			if taken["tool"][name] || h.aggregate.GetTool(name) != nil {
+			if taken["tool"][name] || (h.aggregate.GetTool(name) != nil && !ours["tool"][name]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
 				continue
 			}
@@ -153,7 +159,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		var aggPrompts []server.ServerPrompt
 		for _, p := range prompts {
 			name := Namespaced(c.name, p.Name)
-			if taken["prompt"][name] || existingPrompts[name] != nil {
+			if taken["prompt"][name] || (existingPrompts[name] != nil && !ours["prompt"][name]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
 				continue
 			}
@@ -167,7 +173,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		var aggResources []server.ServerResource
 		for _, r := range resources {
 			uri := NamespacedURI(c.name, r.URI)
-			if taken["resource"][uri] || existingResources[uri] != nil {
+			if taken["resource"][uri] || (existingResources[uri] != nil && !ours["resource"][uri]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
 				continue
 			}
@@ -200,19 +206,48 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		if len(aggResources) > 0 {
 			h.aggregate.AddResources(aggResources...)
 		}
+		if gone := dropped(before.aggTools, m.aggTools); len(gone) > 0 {
+			h.aggregate.DeleteTools(gone...)
+		}
+		if gone := dropped(before.aggPrompts, m.aggPrompts); len(gone) > 0 {
+			h.aggregate.DeletePrompts(gone...)
+		}
+		if gone := dropped(before.aggResources, m.aggResources); len(gone) > 0 {
+			h.aggregate.DeleteResources(gone...)
+		}
 		for _, col := range m.collisions {
 			h.log.Warn("name collision on /mcp: not exposed there", "server", c.name, "what", col)
 		}
 	}
 	c.mu.Lock()
-	before := len(c.mirrored.aggTemplates)
+	hadTemplates := len(c.mirrored.aggTemplates) > 0
 	c.mirrored = m
 	c.mu.Unlock()
-	if before > 0 || len(m.aggTemplates) > 0 {
+	if hadTemplates || len(m.aggTemplates) > 0 {
 		h.templatesChanged()
 	}
 	h.notifyChange()
 	return nil
+}
+
+func set(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+// dropped are the names of before that now lacks.
+func dropped(before, now []string) []string {
+	kept := set(now)
+	var out []string
+	for _, n := range before {
+		if !kept[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // takeOff removes a child's registrations from /mcp (under mirrorMu).
