@@ -3,6 +3,7 @@ package hub
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -75,9 +76,22 @@ func namespacedContent(server string, c mcp.Content) mcp.Content {
 	return c
 }
 
+// namesResource reports whether a content item carries a resource URI.
+func namesResource(c mcp.Content) bool {
+	switch c.(type) {
+	case mcp.ResourceLink, mcp.EmbeddedResource:
+		return true
+	}
+	return false
+}
+
 // namespacedToolResult is a tool's result as /mcp returns it: a copy,
-// since the cache holds the server's own.
+// since the cache holds the server's own, or the result itself when it
+// names no resource (the common case, on every call's path).
 func namespacedToolResult(server string, r *mcp.CallToolResult) *mcp.CallToolResult {
+	if !slices.ContainsFunc(r.Content, namesResource) {
+		return r
+	}
 	out := *r
 	out.Content = make([]mcp.Content, len(r.Content))
 	for i, c := range r.Content {
