@@ -25,6 +25,7 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"exits":     exits,
 	"jsonlines": jsonLines,
 	"fakemodel": fakeModel,
+	"gone":      gone,
 }
 
 // fakemodel FILE serves Ollama's /api/chat on loopback until the script
@@ -82,6 +83,47 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// gone PIDFILE... waits up to 10 s until every process whose pid a file
+// holds has exited (a zombie has: it runs no more). One still running
+// then fails the script, and is killed so that it does not outlive it.
+func gone(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: gone PIDFILE...")
+	}
+	pids := map[string]int{}
+	for _, file := range args {
+		pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(file)))
+		ts.Check(err)
+		pids[file] = pid
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for file, pid := range pids {
+		for running(pid) {
+			if time.Now().After(deadline) {
+				for _, pid := range pids {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+				ts.Fatalf("process %d (%s) is still running", pid, file)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the command name, which is in parentheses.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) == 0 || fields[0] != "Z"
 }
 
 // waitfile FILE [TIMEOUT] waits until FILE exists and is not empty.

@@ -30,7 +30,8 @@ type Options struct {
 	// Home is LM_HOME: servers.json, the servers' logs, the node prefix.
 	Home string
 	// Aggregate is the gateway's /mcp server, which already serves lm's own
-	// tools; the servers' tools are added beside them.
+	// tools; the servers' tools are added beside them. The hub adds a hook
+	// to it (to list the servers' resource templates).
 	Aggregate *server.MCPServer
 	Log       *slog.Logger
 }
@@ -70,6 +71,9 @@ func New(opts Options) (*Hub, error) {
 	h.cache = cache.New(cfg.Settings.CacheSize(), cfg.Settings.TTL(), time.Now)
 	for _, name := range cfg.Names() {
 		h.children[name] = newChild(h, name, cfg.Servers[name])
+	}
+	if h.aggregate != nil {
+		h.serveResources()
 	}
 	return h, nil
 }
@@ -361,7 +365,7 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 		h.cache.Invalidate(c.name, "resources/read", uri)
 		c.own.SendNotificationToAllClients(n.Method, params)
 		if h.aggregate != nil {
-			h.aggregate.SendNotificationToAllClients(n.Method, params)
+			h.aggregate.SendNotificationToAllClients(n.Method, namespacedUpdate(c.name, params))
 		}
 	case "notifications/progress":
 		if relay, ok := h.progress.Load(fmt.Sprint(params["progressToken"])); ok {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -62,9 +63,9 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 	return h, srv.URL
 }
 
-func connect(t testing.TB, url string) *client.Client {
+func connect(t testing.TB, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
-	cl, err := client.NewStreamableHttpClient(url)
+	cl, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,8 +284,13 @@ func TestCacheHitsAndInvalidation(t *testing.T) {
 	if st := h.CacheStats(); st.Hits != 2 {
 		t.Fatalf("a repeated resources/read must hit: %+v", st)
 	}
+	// The child names the resource by its own URI.
+	_, upstream, err := SplitURI(uri)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.upstreamNotification(h.child("everything"), mcp.JSONRPCNotification{Notification: mcp.Notification{Method: mcp.MethodNotificationResourceUpdated,
-		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": uri}}}})
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"uri": upstream}}}})
 	if st := h.CacheStats(); st.Entries != 0 {
 		t.Fatalf("resources/updated must invalidate the read: %+v", st)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/yosida95/uritemplate/v3"
 
 	"lmtool.dev/lm/pkg/servers/cache"
 )
@@ -20,7 +21,9 @@ import (
 type mirrored struct {
 	tools, prompts, resources          []string // upstream names and URIs
 	aggTools, aggPrompts, aggResources []string // as registered on /mcp
-	collisions                         []string
+	// aggTemplates are listed on /mcp by the hub itself (see serveResources).
+	aggTemplates []mcp.ResourceTemplate
+	collisions   []string
 }
 
 // Separator joins a server's name and its tool's or prompt's name on /mcp.
@@ -54,6 +57,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	var tools []mcp.Tool
 	var prompts []mcp.Prompt
 	var resources []mcp.Resource
+	var templates []mcp.ResourceTemplate
 	if caps.Tools != nil {
 		res, err := cl.ListTools(lctx, mcp.ListToolsRequest{})
 		if err != nil {
@@ -78,6 +82,18 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 			return fmt.Errorf("resources/list: %w", err)
 		}
 		resources = res.Resources
+		// Servers that predate templates do not answer templates/list; they
+		// still have their resources.
+		tres, err := cl.ListResourceTemplates(lctx, mcp.ListResourceTemplatesRequest{})
+		if err != nil {
+			h.log.Warn("resources/templates/list failed; the server's templates are not served", "server", c.name, "err", err)
+		} else {
+			for _, t := range tres.ResourceTemplates {
+				if t.URITemplate != nil && t.URITemplate.Template != nil {
+					templates = append(templates, t)
+				}
+			}
+		}
 	}
 
 	// A session that ended while its lists were being read must not put
@@ -98,7 +114,7 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	}
 	var ownPrompts []server.ServerPrompt
 	for _, p := range prompts {
-		ownPrompts = append(ownPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, p.Name)})
+		ownPrompts = append(ownPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, c.own, p.Name)})
 		m.prompts = append(m.prompts, p.Name)
 	}
 	var ownResources []server.ServerResource
@@ -106,19 +122,30 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		ownResources = append(ownResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
 		m.resources = append(m.resources, r.URI)
 	}
+	var ownTemplates []server.ServerResourceTemplate
+	for _, t := range templates {
+		ownTemplates = append(ownTemplates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(h.resourceHandler(c))})
+	}
 	c.own.SetTools(ownTools...)
 	c.own.SetPrompts(ownPrompts...)
 	c.own.SetResources(ownResources...)
+	c.own.SetResourceTemplates(ownTemplates...)
 
 	if h.aggregate != nil {
-		h.takeOff(c)
-		// Two of the server's own names may sanitise to the same one, so
-		// names taken in this batch count as well as those on /mcp.
-		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}}
+		// The server's earlier names stay on /mcp until they are replaced, so
+		// a refresh (on its list_changed) never fails a call to a tool it
+		// still has; they are not collisions. Two of the server's own names
+		// may sanitise to the same one, so names taken in this batch count
+		// as well as those on /mcp.
+		c.mu.Lock()
+		before := c.mirrored
+		c.mu.Unlock()
+		ours := map[string]map[string]bool{"tool": set(before.aggTools), "prompt": set(before.aggPrompts), "resource": set(before.aggResources)}
+		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}}
 		var aggTools []server.ServerTool
 		for i, t := range tools {
 			name := Namespaced(c.name, t.Name)
-			if taken["tool"][name] || h.aggregate.GetTool(name) != nil {
+			if taken["tool"][name] || (h.aggregate.GetTool(name) != nil && !ours["tool"][name]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
 				continue
 			}
@@ -132,27 +159,43 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		var aggPrompts []server.ServerPrompt
 		for _, p := range prompts {
 			name := Namespaced(c.name, p.Name)
-			if taken["prompt"][name] || existingPrompts[name] != nil {
+			if taken["prompt"][name] || (existingPrompts[name] != nil && !ours["prompt"][name]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
 				continue
 			}
 			taken["prompt"][name] = true
 			upstream := p.Name
 			p.Name = name
-			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, upstream)})
+			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, h.aggregate, upstream)})
 			m.aggPrompts = append(m.aggPrompts, name)
 		}
 		existingResources := h.aggregate.ListResources()
 		var aggResources []server.ServerResource
 		for _, r := range resources {
-			if taken["resource"][r.URI] || existingResources[r.URI] != nil {
-				m.collisions = append(m.collisions, "resource "+r.URI)
+			uri := NamespacedURI(c.name, r.URI)
+			if taken["resource"][uri] || (existingResources[uri] != nil && !ours["resource"][uri]) {
+				m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
 				continue
 			}
-			taken["resource"][r.URI] = true
-			r.Name = Namespaced(c.name, r.Name)
-			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
-			m.aggResources = append(m.aggResources, r.URI)
+			taken["resource"][uri] = true
+			r.URI, r.Name = uri, Namespaced(c.name, r.Name)
+			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.readAggregated})
+			m.aggResources = append(m.aggResources, uri)
+		}
+		for _, t := range templates {
+			raw := NamespacedURI(c.name, t.URITemplate.Raw())
+			tpl, err := uritemplate.New(raw)
+			if err != nil { // not expected: a literal prefix to a template that parsed
+				h.log.Warn("resource template not served on /mcp", "server", c.name, "template", raw, "err", err)
+				continue
+			}
+			if taken["template"][raw] {
+				m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
+				continue
+			}
+			taken["template"][raw] = true
+			t.URITemplate, t.Name = &mcp.URITemplate{Template: tpl}, Namespaced(c.name, t.Name)
+			m.aggTemplates = append(m.aggTemplates, t)
 		}
 		if len(aggTools) > 0 {
 			h.aggregate.AddTools(aggTools...)
@@ -163,15 +206,48 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		if len(aggResources) > 0 {
 			h.aggregate.AddResources(aggResources...)
 		}
+		if gone := dropped(before.aggTools, m.aggTools); len(gone) > 0 {
+			h.aggregate.DeleteTools(gone...)
+		}
+		if gone := dropped(before.aggPrompts, m.aggPrompts); len(gone) > 0 {
+			h.aggregate.DeletePrompts(gone...)
+		}
+		if gone := dropped(before.aggResources, m.aggResources); len(gone) > 0 {
+			h.aggregate.DeleteResources(gone...)
+		}
 		for _, col := range m.collisions {
 			h.log.Warn("name collision on /mcp: not exposed there", "server", c.name, "what", col)
 		}
 	}
 	c.mu.Lock()
+	hadTemplates := len(c.mirrored.aggTemplates) > 0
 	c.mirrored = m
 	c.mu.Unlock()
+	if hadTemplates || len(m.aggTemplates) > 0 {
+		h.templatesChanged()
+	}
 	h.notifyChange()
 	return nil
+}
+
+func set(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+// dropped are the names of before that now lacks.
+func dropped(before, now []string) []string {
+	kept := set(now)
+	var out []string
+	for _, n := range before {
+		if !kept[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // takeOff removes a child's registrations from /mcp (under mirrorMu).
@@ -202,14 +278,19 @@ func (h *Hub) unmirror(c *child) {
 	c.own.SetTools()
 	c.own.SetPrompts()
 	c.own.SetResources()
+	c.own.SetResourceTemplates()
 	c.mu.Lock()
+	hadTemplates := len(c.mirrored.aggTemplates) > 0
 	c.live, c.mirrored = nil, mirrored{}
 	c.mu.Unlock()
+	if hadTemplates {
+		h.templatesChanged()
+	}
 	h.notifyChange()
 }
 
-// toolHandler forwards a tools/call to the child under its upstream name.
-// A progress token is swapped for one unique to the hub, so progress from
+// toolHandler forwards a tools/call to the child under its upstream name,
+// for endpoint (/mcp or the server's own). A progress token is swapped for one unique to the hub, so progress from
 // the child reaches the one downstream request that asked for it.
 func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -240,6 +321,11 @@ func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string)
 		if err != nil {
 			return nil, err
 		}
+		// On /mcp, a link to one of the server's resources must be one a
+		// client can read there.
+		if endpoint == h.aggregate {
+			return namespacedToolResult(c.name, v.(*mcp.CallToolResult)), nil
+		}
 		return v.(*mcp.CallToolResult), nil
 	}
 }
@@ -259,7 +345,9 @@ func chosen(args map[string]any, fields []string) map[string]any {
 	return out
 }
 
-func (h *Hub) promptHandler(c *child, upstream string) server.PromptHandlerFunc {
+// promptHandler forwards a prompts/get; on /mcp, resources the messages
+// embed or link to are named as /mcp names them.
+func (h *Hub) promptHandler(c *child, endpoint *server.MCPServer, upstream string) server.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		req.Params.Name = upstream
 		v, err := h.forward(ctx, c, "prompts/get", upstream, nil, func(ctx context.Context, cl *client.Client) (any, error) {
@@ -268,29 +356,9 @@ func (h *Hub) promptHandler(c *child, upstream string) server.PromptHandlerFunc 
 		if err != nil {
 			return nil, err
 		}
+		if endpoint == h.aggregate {
+			return namespacedPromptResult(c.name, v.(*mcp.GetPromptResult)), nil
+		}
 		return v.(*mcp.GetPromptResult), nil
-	}
-}
-
-// resourceHandler forwards resources/read, through the cache: a read is
-// what the protocol treats as cacheable, and resources/updated or
-// list_changed from the child invalidates it.
-func (h *Hub) resourceHandler(c *child) server.ResourceHandlerFunc {
-	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-		var key *cache.Key
-		if k, err := cache.KeyOf(c.name, "resources/read", req.Params.URI, req.Params); err == nil {
-			key = &k
-		}
-		v, err := h.forward(ctx, c, "resources/read", req.Params.URI, key, func(ctx context.Context, cl *client.Client) (any, error) {
-			res, err := cl.ReadResource(ctx, req)
-			if err != nil {
-				return nil, err
-			}
-			return res.Contents, nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		return v.([]mcp.ResourceContents), nil
 	}
 }

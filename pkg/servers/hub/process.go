@@ -36,34 +36,68 @@ type process struct {
 	err    error         // its exit status, once exited is closed
 }
 
+// lifelineScript starts a server's command as the leader of its own
+// process group beside a watcher that kills the whole group once the
+// gateway's end of the lifeline (fd 3) closes. The kernel closes it
+// however the gateway ends, SIGKILL included, so neither the server nor
+// anything it started (node under npx, a child of sh -c) outlives the
+// gateway, even a process that ignores SIGTERM and never reads its stdin.
+//
+// Not the kernel's parent-death signal: it reaches only the direct child,
+// not its group, and fires when the thread that forked the child exits,
+// which a Go program does not control. The watcher is started in a
+// subshell that exits at once, so it is no child of the server's (nothing
+// to wait for); it ignores the SIGTERM a stop sends the group, so a
+// gateway killed during the stop still takes the group with it, and holds
+// none of the server's pipes, so the server's exit is seen at once. The
+// server is exec'd: its pid and exit status are the child's own.
+const lifelineScript = `( (trap '' TERM INT HUP; read -r _ <&3; kill -s KILL 0) </dev/null >/dev/null 2>&1 & )
+exec "$@" 3<&-`
+
 func spawn(home, name string, s *servers.Server, scrub *servers.Scrubber) (*process, error) {
-	cmd := exec.Command(s.Command, s.Args...)
+	// Looked up here, as exec.Command would, so a missing command is an
+	// error to report rather than a child that exits 127.
+	path, err := exec.LookPath(s.Command)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Command, err)
+	}
+	cmd := exec.Command("/bin/sh", append([]string{"-c", lifelineScript, s.Command, path}, s.Args...)...)
 	cmd.Env = os.Environ()
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	cmd.SysProcAttr = childAttrs()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	lifeline, keep, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.Command, err)
+	}
+	cmd.ExtraFiles = []*os.File{lifeline}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
 	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: &ring{max: 8 << 10}, exited: make(chan struct{})}
 	log, err := openLog(servers.LogPath(home, name))
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
 	stderr := &scrubbedLines{scrub: scrub, w: io.MultiWriter(p.stderr, log)}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	lifeline.Close() // the child has its copy
+	if err != nil {
+		keep.Close()
 		log.Close()
 		return nil, fmt.Errorf("start %s: %w", s.Command, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
+		// Whatever the server left in its group goes with the lifeline.
+		keep.Close()
 		stderr.flush()
 		log.Close()
 		close(p.exited)

@@ -155,6 +155,35 @@ func TestStoppingKillsTheWholeProcessGroup(t *testing.T) {
 	if took := time.Since(began); took < stopGrace {
 		t.Errorf("stopped in %s: SIGTERM must be given %s before SIGKILL", took, stopGrace)
 	}
+	// Nor does anything else of the group (the lifeline's watcher).
+	for len(groupMembers(s.Pid)) > 0 {
+		if time.Since(began) > 20*time.Second {
+			t.Fatalf("processes %v of the child's group outlived the hub", groupMembers(s.Pid))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// groupMembers are the running processes of process group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// After the command's name: state, ppid, pgrp.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 2 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // gone reports whether pid has exited (a zombie counts: it runs no more).
