@@ -178,20 +178,31 @@ func TestAPIRoutes(t *testing.T) {
 		t.Fatalf("config after PATCH: %v", cfg)
 	}
 
-	// Consumed instructions are history: no edit, no delete.
+	// Consumed instructions are history: no edit, no delete, no move; each
+	// refusal is lm's error envelope naming the instruction.
 	g.lm("queue", "next", "--agent-id", "tester")
-	if code, body := g.do("PATCH", "/api/instructions/"+second, `{"content": "too late"}`); code != 409 || body["error_category"] != "conflict" {
-		t.Errorf("PATCH consumed = %d %v", code, body)
+	// Without ?status the list is all of them: the pending rack, then the
+	// consumed history.
+	_, all := g.do("GET", "/api/instructions", "")
+	if items := all["items"].([]any); len(items) != 2 || items[0].(map[string]any)["id"] != first || items[1].(map[string]any)["status"] != "consumed" {
+		t.Errorf("GET /api/instructions: %v, want the pending, then the consumed instruction", all)
 	}
-	if code, _ := g.do("DELETE", "/api/instructions/"+second, ""); code != 409 {
-		t.Errorf("DELETE consumed = %d, want 409", code)
+	refused := func(method, path, body, id string, status int, category string) {
+		t.Helper()
+		code, env := g.do(method, path, body)
+		msg, _ := env["error"].(string)
+		if code != status || env["error_category"] != category || env["success"] != false || !strings.Contains(msg, id) {
+			t.Errorf("%s %s = %d %v, want %d %s naming %s", method, path, code, env, status, category, id)
+		}
 	}
+	refused("PATCH", "/api/instructions/"+second, `{"content": "too late"}`, second, 409, "conflict")
+	refused("DELETE", "/api/instructions/"+second, "", second, 409, "conflict")
+	refused("POST", "/api/instructions/"+second+"/move", `{"to": 1}`, second, 409, "conflict")
+	refused("POST", "/api/instructions/NOPE/move", `{"to": 1}`, "NOPE", 404, "not_found")
 	if code, body := g.do("DELETE", "/api/instructions/"+first, ""); code != 204 || body != nil {
 		t.Errorf("DELETE pending = %d %v, want 204 and no body", code, body)
 	}
-	if code, _ := g.do("DELETE", "/api/instructions/"+first, ""); code != 404 {
-		t.Errorf("DELETE again = %d, want 404", code)
-	}
+	refused("DELETE", "/api/instructions/"+first, "", first, 404, "not_found")
 	_, st := g.do("GET", "/api/status", "")
 	if q := st["queue"].(map[string]any); q["pending_count"] != 0.0 || q["consumed_count"] != 1.0 || st["agent"].(map[string]any)["agent_id"] != "tester" {
 		t.Errorf("status: %v", st)
@@ -211,6 +222,8 @@ func TestTokenAndOrigin(t *testing.T) {
 		{"not bearer", "/api/status", []string{"Authorization", "s3cret"}, 401},
 		{"token", "/api/status", []string{"Authorization", "Bearer s3cret"}, 200},
 		{"mcp needs the token", "/mcp", nil, 401},
+		{"legacy mcp needs the token", "/mcp/sse", nil, 401},
+		{"mcp with a wrong token", "/mcp", []string{"Authorization", "Bearer s3cret-and-more"}, 401},
 		{"events need the token", "/api/events", nil, 401},
 		{"health is open", "/healthz", nil, 200},
 		{"the page is open", "/", nil, 200},
