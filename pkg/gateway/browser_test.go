@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,28 +191,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	// An agent in another process (lm mcp over stdio) takes the head of the queue.
 	head := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].content"))
-	mcp := exec.Command(os.Args[0], "--store", g.store, "mcp")
-	mcp.Env = append(os.Environ(), "LM_TEST_AS_LM=1")
-	stdin, _ := mcp.StdinPipe()
-	stdout, _ := mcp.StdoutPipe()
-	if err := mcp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio-agent","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"stdio-agent"}}}
-`)
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(nil, 1<<20)
-	var answer string
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), `"id":2`) {
-			answer = lines.Text()
-			break
-		}
-	}
-	stdin.Close()
-	mcp.Wait()
+	answer := g.mcpNext("stdio-agent")
 	if !strings.Contains(answer, head) {
 		t.Fatalf("lm mcp answered %q, want the head of the queue %q", answer, head)
 	}

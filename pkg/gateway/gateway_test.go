@@ -51,7 +51,9 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
 	opts.Ops = registry.All()
 	opts.Version = "test"
-	opts.KeepAlive = 200 * time.Millisecond
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 200 * time.Millisecond
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +115,36 @@ func (g *gw) lm(args ...string) string {
 		g.t.Fatalf("lm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// mcpNext is an agent in another process: it spawns `lm mcp` over stdio
+// on the gateway's store, calls get_user_request once as agentID, and
+// returns the JSON-RPC answer. Stdin stays open until the answer is in:
+// an agent that hangs up cancels its call.
+func (g *gw) mcpNext(agentID string) string {
+	g.t.Helper()
+	cmd := exec.Command(os.Args[0], "--store", g.store, "mcp")
+	cmd.Env = append(os.Environ(), "LM_TEST_AS_LM=1", "LM_HOME="+filepath.Dir(g.store))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio-agent","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"`+agentID+`"}}}
+`)
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), `"id":2`) {
+			return lines.Text()
+		}
+	}
+	g.t.Fatalf("lm mcp ended without answering the call: %v", lines.Err())
+	return ""
 }
 
 func TestAPIRoutes(t *testing.T) {
@@ -352,6 +384,16 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 		t.Fatalf("status event: %+v", status)
 	}
 
+	// An agent's own lm mcp process consumes one: the page hears of it.
+	_, body := g.do("POST", "/api/instructions", `{"content": "for the stdio agent"}`)
+	if answer := g.mcpNext("stdio-agent"); !strings.Contains(answer, "for the stdio agent") {
+		t.Fatalf("lm mcp answered %s", answer)
+	}
+	stream.expect(t, "instruction.created")
+	if d := stream.expect(t, "instruction.consumed").data["data"].(map[string]any); d["consumed_by_agent_id"] != "stdio-agent" || d["id"] != body["item"].(map[string]any)["id"] {
+		t.Fatalf("consumed by lm mcp: %+v", d)
+	}
+
 	g.do("PATCH", "/api/config", `{"default_empty_response": "keep going"}`)
 	cfg := stream.expect(t, "config.updated")
 	if cfg.data["data"].(map[string]any)["default_empty_response"] != "keep going" {
@@ -362,6 +404,35 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 	resumed := g.events(created.id)
 	if m := resumed.next(t); m.event != "instruction.consumed" || m.id <= created.id {
 		t.Fatalf("resumed stream starts with %+v", m)
+	}
+}
+
+// An idle stream carries keep-alive comments, so proxies and browsers do
+// not close it.
+func TestEventsKeepAlive(t *testing.T) {
+	g := start(t, gateway.Options{KeepAlive: 100 * time.Millisecond})
+	stream := g.events("")
+	comments := make(chan error, 1)
+	go func() {
+		for n := 0; n < 3; {
+			line, err := stream.r.ReadString('\n')
+			if err != nil {
+				comments <- err
+				return
+			}
+			if strings.HasPrefix(line, ": keep-alive") {
+				n++
+			}
+		}
+		comments <- nil
+	}()
+	select {
+	case err := <-comments:
+		if err != nil {
+			t.Fatalf("event stream: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fewer than 3 keep-alive comments in 10 s on a stream that asks for one every 100 ms")
 	}
 }
 
