@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ type gw struct {
 	t     *testing.T
 	url   string
 	store string
+	opts  gateway.Options
+	stop  func() // stops serving; later calls do nothing
 }
 
 func start(t *testing.T, opts gateway.Options) *gw {
@@ -54,24 +57,42 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 200 * time.Millisecond
 	}
-	srv, err := gateway.New(opts)
+	g := &gw{t: t, store: path, opts: opts}
+	g.serve("127.0.0.1:0")
+	t.Cleanup(func() { g.stop() })
+	return g
+}
+
+// serve starts a new gateway process-equivalent (a new server on the same
+// store and home) listening on addr.
+func (g *gw) serve(addr string) {
+	g.t.Helper()
+	srv, err := gateway.New(g.opts)
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	g.url = "http://" + ln.Addr().String()
+	g.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			g.t.Errorf("serve: %v", err)
 		}
 	})
-	return &gw{t: t, url: "http://" + ln.Addr().String(), store: path}
+}
+
+// restart stops the gateway and serves the same store on the same address
+// again, as `lm gateway restart` does.
+func (g *gw) restart() {
+	g.t.Helper()
+	g.stop()
+	g.serve(strings.TrimPrefix(g.url, "http://"))
 }
 
 // do sends a request and returns the status and the decoded JSON body.

@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -133,5 +135,146 @@ func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	}
 	if res := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
 		t.Fatalf("request in a deleted session: %d, want 404", res.StatusCode)
+	}
+}
+
+// callTool calls a tool on an initialized client and returns its
+// structured content.
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s failed: %+v", name, res.Content)
+	}
+	var out map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+// By default /mcp keeps no sessions, so an agent that initialized against
+// one gateway process goes on calling the next one after a restart.
+func TestMCPStatelessSurvivesRestart(t *testing.T) {
+	g := start(t, gateway.Options{})
+	if res := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("stateless initialize: status %d, session %q", res.StatusCode, res.Header.Get("Mcp-Session-Id"))
+	}
+	g.do("POST", "/api/instructions", `{"content": "before the restart"}`)
+	g.do("POST", "/api/instructions", `{"content": "after the restart"}`)
+	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out := callNext(t, c); out["instruction"].(map[string]any)["content"] != "before the restart" {
+		t.Fatalf("first call: %v", out)
+	}
+	g.restart()
+	out := callTool(t, c, "get_user_request", map[string]any{"agent_id": "http-agent"})
+	if out["result_type"] != "instruction" || out["instruction"].(map[string]any)["content"] != "after the restart" {
+		t.Fatalf("the same client after a restart: %v", out)
+	}
+}
+
+// post sends one JSON-RPC message to /mcp and returns the whole answer,
+// a JSON body or an event stream that ends with the response.
+func post(t *testing.T, g *gw, body string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", g.url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}
+
+// One stateful session carries several streams at once: the standalone
+// GET stream, two tool calls that wait for work, and a quick request
+// answered while they wait.
+func TestMCPStatefulConcurrentStreams(t *testing.T) {
+	g := start(t, gateway.Options{Stateful: true})
+	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
+	res := rpc(t, g, initialize)
+	session := res.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no session id")
+	}
+	if code, _ := post(t, g, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", session); code != 202 {
+		t.Fatalf("initialized notification: %d", code)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", g.url+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	listen, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Body.Close()
+	if listen.StatusCode != 200 || !strings.HasPrefix(listen.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /mcp in the session: %d %s", listen.StatusCode, listen.Header.Get("Content-Type"))
+	}
+
+	answers := make(chan string, 2)
+	for i, agent := range []string{"agent-a", "agent-b"} {
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":%q}}}`, 10+i, agent)
+		go func() {
+			code, body := post(t, g, call, "Mcp-Session-Id", session)
+			if code != 200 {
+				t.Errorf("%s's call: %d %s", agent, code, body)
+			}
+			answers <- body
+		}()
+	}
+	for i := 0; ; i++ {
+		_, st := g.do("GET", "/api/status", "")
+		waiting := 0
+		for _, a := range st["agents"].([]any) {
+			if a.(map[string]any)["waiting"] == true {
+				waiting++
+			}
+		}
+		if waiting == 2 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the two calls are not both waiting: %v", st["agents"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := post(t, g, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Mcp-Session-Id", session); code != 200 || !strings.Contains(body, "get_user_request") {
+		t.Fatalf("tools/list while two calls wait: %d %.200s", code, body)
+	}
+	g.do("POST", "/api/instructions", `{"content": "first for whoever waits"}`)
+	g.do("POST", "/api/instructions", `{"content": "second for whoever waits"}`)
+	var got []string
+	for range 2 {
+		select {
+		case a := <-answers:
+			got = append(got, a)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of the waiting calls answered", len(got))
+		}
+	}
+	joined := strings.Join(got, "\n")
+	if !strings.Contains(joined, "first for whoever waits") || !strings.Contains(joined, "second for whoever waits") {
+		t.Fatalf("the two calls got:\n%s", joined)
 	}
 }
