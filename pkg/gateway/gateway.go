@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,15 +148,21 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
-// no new connections, in-flight requests get a grace period, event streams
-// and waiting MCP calls are cancelled. Each ready function runs once HTTP
-// and the control socket serve (to announce the address, say); an error
-// from one stops the gateway.
+// no new connections; event streams and the MCP calls waiting on them end
+// at once (a cancelled get_user_request consumes nothing); other requests
+// in flight get a grace period to finish, then are cancelled too. Each
+// ready function runs once HTTP and the control socket serve (to announce
+// the address, say); an error from one stops the gateway.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() error) error {
-	baseCtx, cancelStreams := context.WithCancel(context.Background())
-	defer cancelStreams()
+	baseCtx, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	streamsCtx, endStreams := context.WithCancel(baseCtx)
+	defer endStreams()
+	// Handlers touch the store: none may run once Serve has returned.
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           untilShutdown(streamsCtx, &inFlight, s.handler),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,
@@ -169,7 +176,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	var background sync.WaitGroup
 	background.Add(1)
 	go func() { defer background.Done(); s.hub.run(baseCtx) }()
-	defer func() { cancelStreams(); background.Wait() }()
+	defer func() { cancelAll(); background.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {
 		return err
@@ -197,14 +204,39 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	case <-ctx.Done():
 	}
 	s.opts.Log.Info("gateway shutting down")
-	cancelStreams()
+	endStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := srv.Shutdown(shutdownCtx); errors.Is(err, context.DeadlineExceeded) {
+		// The grace is over: cancel what still runs (Serve's deferred
+		// calls wait for it) and drop the connections.
+		s.opts.Log.Warn("requests still running after the shutdown grace period are cancelled", "grace", shutdownGrace)
+		cancelAll()
+		srv.Close()
+	} else if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
 	}
 	s.opts.Log.Info("gateway stopped")
 	return nil
+}
+
+// untilShutdown counts requests in flight and ends those that accept an
+// event stream when shutdown (the end of streams) begins: the page's live
+// events and MCP's streams, including tool calls waiting for work, never
+// finish on their own and would hold the shutdown for its whole grace
+// period. Other requests keep their context and finish their work.
+func untilShutdown(streams context.Context, inFlight *sync.WaitGroup, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Done()
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(streams, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // listenControl opens the control socket in LM_HOME (mode 0600: its

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -315,6 +317,7 @@ type message struct {
 func (g *gw) events(lastID string) *sse {
 	g.t.Helper()
 	req, _ := http.NewRequest("GET", g.url+"/api/events", nil)
+	req.Header.Set("Accept", "text/event-stream") // as browsers send it
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
@@ -486,4 +489,116 @@ func TestEnhanceRouteBehindTheToken(t *testing.T) {
 		!strings.Contains(body["reason"].(string), "no model is configured") {
 		t.Fatalf("POST /ollama/enhance = %d %v", code, body)
 	}
+}
+
+// Shutting down ends event streams and waiting MCP calls at once, lets a
+// request in flight finish its work, and loses nothing.
+func TestGracefulShutdown(t *testing.T) {
+	log := &syncBuffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
+	stream := g.events("")
+	mcpDone := make(chan string, 1)
+	go func() {
+		_, body := post(t, g, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"waiter"}}}`)
+		mcpDone <- body
+	}()
+	for i := 0; ; i++ {
+		if out := g.lm("queue", "status", "-r", "--jq", `.agents[] | select(.agent_id == "waiter") | .waiting`); strings.TrimSpace(out) == "true" {
+			break
+		}
+		if i == 200 {
+			t.Fatal("the MCP call is not waiting")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// An add whose body is still on its way when the shutdown begins. With
+	// "Expect: 100-continue" the server asks for the body only once the
+	// handler reads it, so the 100 shows the request is in its handler.
+	body, sendBody := io.Pipe()
+	const add = `{"content": "in flight at shutdown"}`
+	inHandler := make(chan struct{})
+	added := make(chan int, 1)
+	go func() {
+		trace := &httptrace.ClientTrace{Got100Continue: func() { close(inHandler) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", g.url+"/api/instructions", body)
+		req.ContentLength = int64(len(add))
+		req.Header.Set("Expect", "100-continue")
+		res, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}).Do(req)
+		if err != nil {
+			t.Errorf("the add in flight: %v", err)
+			added <- 0
+			return
+		}
+		res.Body.Close()
+		added <- res.StatusCode
+	}()
+	select {
+	case <-inHandler:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the add never reached its handler")
+	}
+	stopped := make(chan struct{})
+	go func() { g.stop(); close(stopped) }()
+
+	// The event stream and the waiting MCP call end at once, while the add
+	// is still in flight.
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.r); ended <- err }()
+	for _, what := range []string{"the event stream", "the waiting MCP call"} {
+		select {
+		case <-ended:
+		case answer := <-mcpDone:
+			if strings.Contains(answer, "instruction") {
+				t.Errorf("the waiting MCP call answered %q", answer)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not end when the shutdown began", what)
+		}
+	}
+	select {
+	case <-stopped:
+		t.Fatal("the gateway stopped before the add in flight finished")
+	default:
+	}
+
+	// The rest of the body arrives: the add commits and is answered.
+	io.WriteString(sendBody, add)
+	sendBody.Close()
+	if code := <-added; code != 201 {
+		t.Fatalf("the add in flight at shutdown answered %d, want 201", code)
+	}
+	<-stopped
+	if strings.Contains(log.String(), "grace period") {
+		t.Errorf("the shutdown ran out its grace period:\n%s", log.String())
+	}
+	if out := g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[].content"); strings.TrimSpace(out) != "in flight at shutdown" {
+		t.Fatalf("pending after the shutdown: %q", out)
+	}
+	// The cancelled call records that it no longer waits.
+	for i := 0; strings.TrimSpace(g.lm("queue", "status", "-r", "--jq", `.agents[] | select(.agent_id == "waiter") | .waiting`)) != "false"; i++ {
+		if i == 200 {
+			t.Fatal("the agent still shows as waiting after its call was cancelled")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a log that handlers in several goroutines write at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
