@@ -33,14 +33,20 @@ const DefaultAddr = "127.0.0.1:7437"
 
 // Limits on what one request may cost.
 const (
-	maxBodyBytes      = 2 << 20 // an instruction is at most 1 MiB; JSON escaping can double it
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
-	idleTimeout       = 2 * time.Minute
-	shutdownGrace     = 5 * time.Second
+	maxBodyBytes  = 2 << 20 // an instruction is at most 1 MiB; JSON escaping can double it
+	idleTimeout   = 2 * time.Minute
+	shutdownGrace = 5 * time.Second
 	// DefaultKeepAlive is how often an idle event stream gets a comment
 	// line, so proxies and browsers do not time it out.
 	DefaultKeepAlive = 15 * time.Second
+)
+
+// How long a client may take to send a request's headers, and the whole
+// request: a slow or stalled client must not hold a connection forever.
+// Variables only so that tests can shorten them.
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
 )
 
 // Options configure a gateway.

@@ -602,3 +602,32 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A client that stalls while sending its headers or its body loses the
+// connection, or gets an error, instead of holding it forever.
+func TestStalledRequestsTimeOut(t *testing.T) {
+	t.Cleanup(gateway.SetReadTimeouts(300*time.Millisecond, 600*time.Millisecond))
+	g := start(t, gateway.Options{})
+	addr := strings.TrimPrefix(g.url, "http://")
+	for _, c := range []struct{ name, sent, want string }{
+		{"headers never finished", "GET /api/status HTTP/1.1\r\nHost: " + addr + "\r\n", ""},
+		{"body never finished", "POST /api/instructions HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"content\": ", "HTTP/1.1 400"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, c.sent)
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		answer, err := io.ReadAll(conn)
+		conn.Close()
+		var timeout net.Error
+		if errors.As(err, &timeout) && timeout.Timeout() {
+			t.Errorf("%s: the connection stayed open for 20 s", c.name)
+			continue
+		}
+		if !strings.HasPrefix(string(answer), c.want) {
+			t.Errorf("%s: answered %q, want %q", c.name, answer, c.want)
+		}
+	}
+}
