@@ -249,6 +249,9 @@ func TestPageInBrowser(t *testing.T) {
 
 	shot(t, ctx, "desk-light")
 	checkContrast(t, ctx, "desk, light")
+	if stops := checkFocus(t, ctx, "desk, light"); stops < 12 {
+		t.Errorf("the Tab key reached only %d stops on the desk", stops)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +261,7 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	shot(t, ctx, "desk-dark")
 	checkContrast(t, ctx, "desk, dark")
+	checkFocus(t, ctx, "desk, dark")
 
 	// Phone width: one column, nothing wider than the screen.
 	onPhone(t, ctx, "the desk")
