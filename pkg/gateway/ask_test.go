@@ -372,6 +372,7 @@ func TestAskViewStops(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the model was never asked")
 	}
+	checkContrast(t, ctx, "ask, the model thinking")
 	click(t, ctx, ".thinking-row button")
 	waitText(t, ctx, ".turn .note", contains("Stopped: nothing was proposed"), "the stopped request")
 	select {

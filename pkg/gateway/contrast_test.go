@@ -30,8 +30,9 @@ const colourJS = `
 `
 
 // lowContrastJS lists the visible text on the page whose colour, after the
-// opacity of its ancestors and against the backgrounds behind it, falls
-// below WCAG AA: 4.5:1, or 3:1 for large text (24px, or 18.66px bold).
+// opacity of its ancestors (a looping animation's faintest) and against
+// the backgrounds behind it, falls below WCAG AA: 4.5:1, or 3:1 for large
+// text (24px, or 18.66px bold).
 const lowContrastJS = `(() => {` + colourJS + `
   const bad = [];
   for (const el of document.querySelectorAll("body *")) {
@@ -41,8 +42,12 @@ const lowContrastJS = `(() => {` + colourJS + `
     if (r.width <= 1 || r.height <= 1 || r.right <= 0 || el.closest("[hidden], dialog:not([open])")) continue;
     const style = getComputedStyle(el);
     if (style.visibility === "hidden") continue;
+    // A looping animation (a breathing state) is judged at its faintest.
+    const faintest = (e) => Math.min(Number(getComputedStyle(e).opacity), ...e.getAnimations()
+      .filter((a) => a.effect.getComputedTiming().iterations === Infinity)
+      .flatMap((a) => a.effect.getKeyframes().map((k) => k.opacity === undefined ? 1 : Number(k.opacity))));
     let opacity = 1;
-    for (let e = el; e; e = e.parentElement) opacity *= Number(getComputedStyle(e).opacity);
+    for (let e = el; e; e = e.parentElement) opacity *= faintest(e);
     const fg = rgba(style.color);
     const ratio = contrast([fg[0], fg[1], fg[2], fg[3] * opacity], background(el));
     const size = parseFloat(style.fontSize), bold = Number(style.fontWeight) >= 700;
