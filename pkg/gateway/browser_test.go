@@ -321,6 +321,19 @@ func TestPageFollowsTheOSTheme(t *testing.T) {
 	}
 	shot(t, ctx, "desk-os-dark")
 	checkContrast(t, ctx, "desk, OS dark")
+	// The API page shares the page's tokens.
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/docs"), chromedp.WaitVisible(".docs-route")); err != nil {
+		t.Fatal(err)
+	}
+	if dark, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](pageIsDarkJS)); !dark {
+		t.Error("on a dark OS the API page is light")
+	}
+	shot(t, ctx, "docs-os-dark")
+	checkContrast(t, ctx, "API page, OS dark")
+	checkFocus(t, ctx, "API page, OS dark")
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle"), chromedp.Reload(), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
