@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -276,5 +277,52 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 	joined := strings.Join(got, "\n")
 	if !strings.Contains(joined, "first for whoever waits") || !strings.Contains(joined, "second for whoever waits") {
 		t.Fatalf("the two calls got:\n%s", joined)
+	}
+}
+
+// The gateway's log tells each instruction's life, whichever process
+// changed it, and each get_user_request served with its agent, wait and
+// result (spec 000 §7).
+func TestLogTellsLifecycleAndCalls(t *testing.T) {
+	log := &syncBuffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	g.lm("queue", "add", "from a shell")
+	g.do("POST", "/api/instructions", `{"content": "from the page"}`)
+	id := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[1].id"))
+	g.do("PATCH", "/api/instructions/"+id, `{"content": "reworded"}`)
+	g.mcpNext("stdio-agent")
+	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	callNext(t, c)
+	g.do("POST", "/api/instructions", `{"content": "short-lived"}`)
+	gone := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].id"))
+	g.do("DELETE", "/api/instructions/"+gone, "")
+	want := []string{
+		`msg="instruction created"`,
+		`msg="instruction updated" event=`,
+		`msg="instruction consumed" event=`,
+		`agent_id=stdio-agent`,
+		`agent_id=http-agent`,
+		`msg="tool call" tool=get_user_request error=false agent_id=http-agent result_type=instruction waited_seconds=`,
+		`msg="instruction deleted" event=`,
+	}
+	for i := 0; ; i++ {
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(log.String(), w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if i == 200 {
+			t.Fatalf("the log lacks %s:\n%s", missing, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
