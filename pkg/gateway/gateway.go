@@ -199,14 +199,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	s.servers.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// Logged before the ready functions announce the gateway, so whoever
+	// they tell finds the line in the log.
+	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
+		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()
 			return fmt.Errorf("gateway: %w", err)
 		}
 	}
-	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("gateway: serve: %w", err)
