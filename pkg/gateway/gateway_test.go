@@ -500,7 +500,7 @@ func TestGracefulShutdown(t *testing.T) {
 	stream := g.events("")
 	mcpDone := make(chan string, 1)
 	go func() {
-		_, body := post(t, g, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"waiter"}}}`)
+		_, body := rpc(t, g, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"waiter"}}}`)
 		mcpDone <- body
 	}()
 	for i := 0; ; i++ {

@@ -76,8 +76,11 @@ func TestMCPLegacySSE(t *testing.T) {
 	}
 }
 
-// rpc posts one JSON-RPC message to /mcp with the given extra headers.
-func rpc(t *testing.T, g *gw, body string, header ...string) *http.Response {
+// rpc posts one JSON-RPC message to /mcp with the given extra headers and
+// returns the response with its whole body: JSON, or an event stream that
+// ends with the answer. It may run in a goroutine: a failed request is an
+// error and a zero response.
+func rpc(t *testing.T, g *gw, body string, header ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", g.url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -92,10 +95,12 @@ func rpc(t *testing.T, g *gw, body string, header ...string) *http.Response {
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return &http.Response{Header: http.Header{}}, ""
 	}
-	res.Body.Close()
-	return res
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res, string(data)
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -103,24 +108,24 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 func TestMCPRejectsForeignHostAndOrigin(t *testing.T) {
 	g := start(t, gateway.Options{})
 	for _, h := range [][]string{{"Host", "attacker.example"}, {"Origin", "http://attacker.example"}} {
-		if res := rpc(t, g, initialize, h...); res.StatusCode < 400 || res.StatusCode >= 500 {
+		if res, _ := rpc(t, g, initialize, h...); res.StatusCode < 400 || res.StatusCode >= 500 {
 			t.Errorf("%s %s: status %d, want 4xx", h[0], h[1], res.StatusCode)
 		}
 	}
-	if res := rpc(t, g, initialize, "Origin", g.url); res.StatusCode != 200 {
+	if res, _ := rpc(t, g, initialize, "Origin", g.url); res.StatusCode != 200 {
 		t.Errorf("own origin: status %d", res.StatusCode)
 	}
 }
 
 func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	g := start(t, gateway.Options{Stateful: true})
-	res := rpc(t, g, initialize)
+	res, _ := rpc(t, g, initialize)
 	session := res.Header.Get("Mcp-Session-Id")
 	if res.StatusCode != 200 || session == "" {
 		t.Fatalf("initialize: status %d, session %q", res.StatusCode, session)
 	}
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	if res := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 200 {
+	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 200 {
 		t.Fatalf("tools/list in the session: %d", res.StatusCode)
 	}
 	req, _ := http.NewRequest("DELETE", g.url+"/mcp", nil)
@@ -134,7 +139,7 @@ func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	if del.StatusCode != 200 {
 		t.Fatalf("DELETE session: %d", del.StatusCode)
 	}
-	if res := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
+	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
 		t.Fatalf("request in a deleted session: %d, want 404", res.StatusCode)
 	}
 }
@@ -162,7 +167,7 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any) 
 // one gateway process goes on calling the next one after a restart.
 func TestMCPStatelessSurvivesRestart(t *testing.T) {
 	g := start(t, gateway.Options{})
-	if res := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" {
+	if res, _ := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" {
 		t.Fatalf("stateless initialize: status %d, session %q", res.StatusCode, res.Header.Get("Mcp-Session-Id"))
 	}
 	g.do("POST", "/api/instructions", `{"content": "before the restart"}`)
@@ -182,40 +187,19 @@ func TestMCPStatelessSurvivesRestart(t *testing.T) {
 	}
 }
 
-// post sends one JSON-RPC message to /mcp and returns the whole answer,
-// a JSON body or an event stream that ends with the response.
-func post(t *testing.T, g *gw, body string, header ...string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", g.url+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Error(err)
-		return 0, ""
-	}
-	defer res.Body.Close()
-	data, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(data)
-}
-
 // One stateful session carries several streams at once: the standalone
 // GET stream, two tool calls that wait for work, and a quick request
 // answered while they wait.
 func TestMCPStatefulConcurrentStreams(t *testing.T) {
 	g := start(t, gateway.Options{Stateful: true})
 	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
-	res := rpc(t, g, initialize)
+	res, _ := rpc(t, g, initialize)
 	session := res.Header.Get("Mcp-Session-Id")
 	if session == "" {
 		t.Fatal("no session id")
 	}
-	if code, _ := post(t, g, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", session); code != 202 {
-		t.Fatalf("initialized notification: %d", code)
+	if res, _ := rpc(t, g, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", session); res.StatusCode != 202 {
+		t.Fatalf("initialized notification: %d", res.StatusCode)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -237,9 +221,9 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 	for i, agent := range []string{"agent-a", "agent-b"} {
 		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":%q}}}`, 10+i, agent)
 		go func() {
-			code, body := post(t, g, call, "Mcp-Session-Id", session)
-			if code != 200 {
-				t.Errorf("%s's call: %d %s", agent, code, body)
+			res, body := rpc(t, g, call, "Mcp-Session-Id", session)
+			if res.StatusCode != 200 {
+				t.Errorf("%s's call: %d %s", agent, res.StatusCode, body)
 			}
 			answers <- body
 		}()
@@ -260,8 +244,8 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if code, body := post(t, g, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Mcp-Session-Id", session); code != 200 || !strings.Contains(body, "get_user_request") {
-		t.Fatalf("tools/list while two calls wait: %d %.200s", code, body)
+	if res, body := rpc(t, g, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Mcp-Session-Id", session); res.StatusCode != 200 || !strings.Contains(body, "get_user_request") {
+		t.Fatalf("tools/list while two calls wait: %d %.200s", res.StatusCode, body)
 	}
 	g.do("POST", "/api/instructions", `{"content": "first for whoever waits"}`)
 	g.do("POST", "/api/instructions", `{"content": "second for whoever waits"}`)
