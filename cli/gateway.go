@@ -133,25 +133,34 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		log.Warn("listening beyond loopback without a token: anyone who can reach this address can use the queue and the tools", "addr", addr)
 	}
 	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: "http://" + addr + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
-	remove, err := daemon.Files{Dir: env.Home}.Record(state)
-	if err != nil {
-		ln.Close()
-		return fail(err)
-	}
-	defer remove()
 	p, err := a.printer(cmd)
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	// The address file and the printed URL come once everything serves
-	// (HTTP and the control socket), so whoever waits on them can go on.
+	// The printed URL, the state and pid files and the address file come
+	// once everything serves (HTTP and the control socket), so whoever
+	// waits on them (`lm gateway start`, a script) can go on; a gateway
+	// that fails to serve never replaces a running one's files.
+	remove := func() {}
+	defer func() { remove() }()
 	ready := func() error {
+		// The URL first: a background gateway's output is its log, which
+		// is complete once `lm gateway start` sees the state file.
+		if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+			return err
+		}
+		var err error
+		if remove, err = (daemon.Files{Dir: env.Home}).Record(state); err != nil {
+			remove = func() {}
+			return err
+		}
 		if f := cmd.String("addr-file"); f != "" {
 			if err := os.WriteFile(f, []byte(addr+"\n"), 0o600); err != nil {
 				return fmt.Errorf("write address file: %w", err)
 			}
 		}
-		return p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store})
+		return nil
 	}
 	if err := srv.Serve(ctx, ln, ready); err != nil {
 		return fail(err)

@@ -298,11 +298,13 @@ func TestAskViewInBrowser(t *testing.T) {
 
 	shot(t, ctx, "ask-light")
 	checkContrast(t, ctx, "ask, light")
+	checkFocus(t, ctx, "ask, light")
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
 		t.Fatal(err)
 	}
 	shot(t, ctx, "ask-dark")
 	checkContrast(t, ctx, "ask, dark")
+	checkFocus(t, ctx, "ask, dark")
 	onPhone(t, ctx, "the Ask view")
 	shot(t, ctx, "ask-phone-dark")
 	checkContrast(t, ctx, "ask, phone, dark")
@@ -370,6 +372,7 @@ func TestAskViewStops(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the model was never asked")
 	}
+	checkContrast(t, ctx, "ask, the model thinking")
 	click(t, ctx, ".thinking-row button")
 	waitText(t, ctx, ".turn .note", contains("Stopped: nothing was proposed"), "the stopped request")
 	select {

@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,8 +44,9 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// shot saves a screenshot as a test artefact in $LM_SCREENSHOTS (default:
-// the test's temp dir) so a person can look at what the page looks like.
+// shot saves a screenshot as a test artefact, so a person can look at
+// what the page looks like: in $LM_SCREENSHOTS when set, else in the
+// test's artefact directory (kept with `go test -artifacts -outputdir DIR`).
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	settle(t, ctx)
@@ -61,7 +60,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	}
 	dir := os.Getenv("LM_SCREENSHOTS")
 	if dir == "" {
-		dir = t.TempDir()
+		dir = t.ArtifactDir()
 	}
 	os.MkdirAll(dir, 0o755)
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
@@ -193,28 +192,7 @@ func TestPageInBrowser(t *testing.T) {
 
 	// An agent in another process (lm mcp over stdio) takes the head of the queue.
 	head := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].content"))
-	mcp := exec.Command(os.Args[0], "--store", g.store, "mcp")
-	mcp.Env = append(os.Environ(), "LM_TEST_AS_LM=1")
-	stdin, _ := mcp.StdinPipe()
-	stdout, _ := mcp.StdoutPipe()
-	if err := mcp.Start(); err != nil {
-		t.Fatal(err)
-	}
-	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio-agent","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"stdio-agent"}}}
-`)
-	lines := bufio.NewScanner(stdout)
-	lines.Buffer(nil, 1<<20)
-	var answer string
-	for lines.Scan() {
-		if strings.Contains(lines.Text(), `"id":2`) {
-			answer = lines.Text()
-			break
-		}
-	}
-	stdin.Close()
-	mcp.Wait()
+	answer := g.mcpNext("stdio-agent")
 	if !strings.Contains(answer, head) {
 		t.Fatalf("lm mcp answered %q, want the head of the queue %q", answer, head)
 	}
@@ -272,6 +250,9 @@ func TestPageInBrowser(t *testing.T) {
 
 	shot(t, ctx, "desk-light")
 	checkContrast(t, ctx, "desk, light")
+	if stops := checkFocus(t, ctx, "desk, light"); stops < 12 {
+		t.Errorf("the Tab key reached only %d stops on the desk", stops)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle")); err != nil {
 		t.Fatal(err)
 	}
@@ -281,6 +262,7 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	shot(t, ctx, "desk-dark")
 	checkContrast(t, ctx, "desk, dark")
+	checkFocus(t, ctx, "desk, dark")
 
 	// Phone width: one column, nothing wider than the screen.
 	onPhone(t, ctx, "the desk")
@@ -312,4 +294,77 @@ func TestPageAsksForTheToken(t *testing.T) {
 	}
 	waitText(t, ctx, "#servers-count", contains("none"), "servers behind the token")
 	waitText(t, ctx, "#servers-empty", contains("lm servers add"), "empty servers view")
+}
+
+// prefersDark makes the browser report an OS set to the dark theme.
+func prefersDark() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		return t.Call(ctx, "Emulation.setEmulatedMedia", map[string]any{
+			"features": []map[string]string{{"name": "prefers-color-scheme", "value": "dark"}},
+		}, nil)
+	})
+}
+
+// pageIsDark reports whether the page's ground is dark.
+const pageIsDarkJS = `(() => { const m = getComputedStyle(document.documentElement).backgroundColor.match(/[\d.]+/g).map(Number); return m[0] + m[1] + m[2] < 3 * 64 })()`
+
+// The page follows the OS's theme until the person picks one, and keeps
+// the pick across reloads.
+func TestPageFollowsTheOSTheme(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{})
+	if err := chromedp.Do(ctx, prefersDark(), chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	if dark, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](pageIsDarkJS)); !dark {
+		t.Fatal("on a dark OS the page is light")
+	}
+	shot(t, ctx, "desk-os-dark")
+	checkContrast(t, ctx, "desk, OS dark")
+	// The API page shares the page's tokens.
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/docs"), chromedp.WaitVisible(".docs-route")); err != nil {
+		t.Fatal(err)
+	}
+	if dark, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](pageIsDarkJS)); !dark {
+		t.Error("on a dark OS the API page is light")
+	}
+	shot(t, ctx, "docs-os-dark")
+	checkContrast(t, ctx, "API page, OS dark")
+	checkFocus(t, ctx, "API page, OS dark")
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle"), chromedp.Reload(), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	if dark, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](pageIsDarkJS)); dark {
+		t.Fatal("the light theme picked on a dark OS did not survive a reload")
+	}
+}
+
+// A gateway that goes away shows as reconnecting; when it is back the page
+// is live again and catches up on what changed meanwhile (Last-Event-ID).
+func TestPageReconnects(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{})
+	g.lm("queue", "add", "Before the restart")
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#live", contains("live"), "stream")
+	waitText(t, ctx, "#pending", contains("Before the restart"), "rack")
+
+	g.stop()
+	waitText(t, ctx, "#live", contains("reconnecting"), "state with the gateway gone")
+	waitText(t, ctx, "#server-state", contains("unreachable"), "server cell with the gateway gone")
+	shot(t, ctx, "desk-reconnecting")
+	checkContrast(t, ctx, "desk, reconnecting")
+	g.lm("queue", "add", "Added while the gateway was down")
+	g.lm("queue", "next", "--agent-id", "night-shift")
+
+	g.serve(strings.TrimPrefix(g.url, "http://"))
+	waitText(t, ctx, "#live", func(s string) bool { return s == "live" }, "state with the gateway back")
+	waitText(t, ctx, "#pending", contains("Added while the gateway was down"), "add missed while away")
+	waitText(t, ctx, "#consumed", contains("Before the restart"), "consumption missed while away")
+	waitText(t, ctx, "#consumed", contains("night-shift"), "consuming agent missed while away")
 }

@@ -129,6 +129,7 @@ func TestServersDashboardInBrowser(t *testing.T) {
 
 	shot(t, ctx, "servers-light")
 	checkContrast(t, ctx, "servers, light")
+	checkFocus(t, ctx, "servers, light")
 
 	// Stop from the page: the process goes, the state says so.
 	click(t, ctx, `#servers li[data-name="everything"] button[data-action="stop"]`)
@@ -170,6 +171,7 @@ func TestServersDashboardInBrowser(t *testing.T) {
 	}
 	shot(t, ctx, "servers-dark")
 	checkContrast(t, ctx, "servers, dark")
+	checkFocus(t, ctx, "servers, dark")
 
 	onPhone(t, ctx, "the dashboard")
 	shot(t, ctx, "servers-phone-dark")

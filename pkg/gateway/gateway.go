@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +15,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/mcpx"
@@ -32,14 +35,20 @@ const DefaultAddr = "127.0.0.1:7437"
 
 // Limits on what one request may cost.
 const (
-	maxBodyBytes      = 2 << 20 // an instruction is at most 1 MiB; JSON escaping can double it
-	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
-	idleTimeout       = 2 * time.Minute
-	shutdownGrace     = 5 * time.Second
+	maxBodyBytes  = 2 << 20 // an instruction is at most 1 MiB; JSON escaping can double it
+	idleTimeout   = 2 * time.Minute
+	shutdownGrace = 5 * time.Second
 	// DefaultKeepAlive is how often an idle event stream gets a comment
 	// line, so proxies and browsers do not time it out.
 	DefaultKeepAlive = 15 * time.Second
+)
+
+// How long a client may take to send a request's headers, and the whole
+// request: a slow or stalled client must not hold a connection forever.
+// Variables only so that tests can shorten them.
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
 )
 
 // Options configure a gateway.
@@ -102,7 +111,8 @@ func New(opts Options) (*Server, error) {
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
 	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
-		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
+		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
+		server.WithHooks(toolCallLog(opts.Log)))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
@@ -151,15 +161,21 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
-// no new connections, in-flight requests get a grace period, event streams
-// and waiting MCP calls are cancelled. Each ready function runs once HTTP
-// and the control socket serve (to announce the address, say); an error
-// from one stops the gateway.
+// no new connections; event streams and the MCP calls waiting on them end
+// at once (a cancelled get_user_request consumes nothing); other requests
+// in flight get a grace period to finish, then are cancelled too. Each
+// ready function runs once HTTP and the control socket serve (to announce
+// the address, say); an error from one stops the gateway.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() error) error {
-	baseCtx, cancelStreams := context.WithCancel(context.Background())
-	defer cancelStreams()
+	baseCtx, cancelAll := context.WithCancel(context.Background())
+	defer cancelAll()
+	streamsCtx, endStreams := context.WithCancel(baseCtx)
+	defer endStreams()
+	// Handlers touch the store: none may run once Serve has returned.
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           untilShutdown(streamsCtx, &inFlight, s.handler),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,
@@ -173,7 +189,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	var background sync.WaitGroup
 	background.Add(1)
 	go func() { defer background.Done(); s.hub.run(baseCtx) }()
-	defer func() { cancelStreams(); background.Wait(); s.calls.Wait() }()
+	defer func() { cancelAll(); background.Wait(); s.calls.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {
 		return err
@@ -187,28 +203,55 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	s.servers.Start()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// Logged before the ready functions announce the gateway, so whoever
+	// they tell finds the line in the log.
+	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
+		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()
 			return fmt.Errorf("gateway: %w", err)
 		}
 	}
-	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
 	s.opts.Log.Info("gateway shutting down")
-	cancelStreams()
+	endStreams()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := srv.Shutdown(shutdownCtx); errors.Is(err, context.DeadlineExceeded) {
+		// The grace is over: cancel what still runs (Serve's deferred
+		// calls wait for it) and drop the connections.
+		s.opts.Log.Warn("requests still running after the shutdown grace period are cancelled", "grace", shutdownGrace)
+		cancelAll()
+		srv.Close()
+	} else if err != nil {
 		return fmt.Errorf("gateway: shutdown: %w", err)
 	}
 	s.opts.Log.Info("gateway stopped")
 	return nil
+}
+
+// untilShutdown counts requests in flight and ends those that accept an
+// event stream when shutdown (the end of streams) begins: the page's live
+// events and MCP's streams, including tool calls waiting for work, never
+// finish on their own and would hold the shutdown for its whole grace
+// period. Other requests keep their context and finish their work.
+func untilShutdown(streams context.Context, inFlight *sync.WaitGroup, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Done()
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(streams, cancel)()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // listenControl opens the control socket in LM_HOME (mode 0600: its
@@ -234,6 +277,32 @@ func (s *Server) listenControl() (net.Listener, error) {
 		return nil, fmt.Errorf("gateway: control socket: %w", err)
 	}
 	return ln, nil
+}
+
+// toolCallLog logs each tool call served over /mcp; for get_user_request
+// also the agent, how long it waited and what it got (spec 000 §7).
+func toolCallLog(log *slog.Logger) *server.Hooks {
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(func(ctx context.Context, id any, req *mcp.CallToolRequest, result any) {
+		attrs := []any{"tool", req.Params.Name}
+		res, ok := result.(*mcp.CallToolResult)
+		if ok {
+			attrs = append(attrs, "error", res.IsError)
+		}
+		if req.Params.Name == "get_user_request" && ok && !res.IsError {
+			var out struct {
+				ResultType string  `json:"result_type"`
+				Waited     float64 `json:"waited_seconds"`
+			}
+			if raw, err := json.Marshal(res.StructuredContent); err == nil {
+				json.Unmarshal(raw, &out)
+			}
+			agent, _ := req.GetArguments()["agent_id"].(string)
+			attrs = append(attrs, "agent_id", agent, "result_type", out.ResultType, "waited_seconds", out.Waited)
+		}
+		log.Info("tool call", attrs...)
+	})
+	return hooks
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +39,8 @@ type gw struct {
 	t     *testing.T
 	url   string
 	store string
+	opts  gateway.Options
+	stop  func() // stops serving; later calls do nothing
 }
 
 func start(t *testing.T, opts gateway.Options) *gw {
@@ -51,25 +56,45 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
 	opts.Ops = registry.All()
 	opts.Version = "test"
-	opts.KeepAlive = 200 * time.Millisecond
-	srv, err := gateway.New(opts)
-	if err != nil {
-		t.Fatal(err)
+	if opts.KeepAlive == 0 {
+		opts.KeepAlive = 200 * time.Millisecond
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	g := &gw{t: t, store: path, opts: opts}
+	g.serve("127.0.0.1:0")
+	t.Cleanup(func() { g.stop() })
+	return g
+}
+
+// serve starts a new gateway process-equivalent (a new server on the same
+// store and home) listening on addr.
+func (g *gw) serve(addr string) {
+	g.t.Helper()
+	srv, err := gateway.New(g.opts)
 	if err != nil {
-		t.Fatal(err)
+		g.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		g.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	g.url = "http://" + ln.Addr().String()
+	g.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			g.t.Errorf("serve: %v", err)
 		}
 	})
-	return &gw{t: t, url: "http://" + ln.Addr().String(), store: path}
+}
+
+// restart stops the gateway and serves the same store on the same address
+// again, as `lm gateway restart` does.
+func (g *gw) restart() {
+	g.t.Helper()
+	g.stop()
+	g.serve(strings.TrimPrefix(g.url, "http://"))
 }
 
 // do sends a request and returns the status and the decoded JSON body.
@@ -113,6 +138,36 @@ func (g *gw) lm(args ...string) string {
 		g.t.Fatalf("lm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// mcpNext is an agent in another process: it spawns `lm mcp` over stdio
+// on the gateway's store, calls get_user_request once as agentID, and
+// returns the JSON-RPC answer. Stdin stays open until the answer is in:
+// an agent that hangs up cancels its call.
+func (g *gw) mcpNext(agentID string) string {
+	g.t.Helper()
+	cmd := exec.Command(os.Args[0], "--store", g.store, "mcp")
+	cmd.Env = append(os.Environ(), "LM_TEST_AS_LM=1", "LM_HOME="+filepath.Dir(g.store))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stdio-agent","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"`+agentID+`"}}}
+`)
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), `"id":2`) {
+			return lines.Text()
+		}
+	}
+	g.t.Fatalf("lm mcp ended without answering the call: %v", lines.Err())
+	return ""
 }
 
 func TestAPIRoutes(t *testing.T) {
@@ -178,20 +233,31 @@ func TestAPIRoutes(t *testing.T) {
 		t.Fatalf("config after PATCH: %v", cfg)
 	}
 
-	// Consumed instructions are history: no edit, no delete.
+	// Consumed instructions are history: no edit, no delete, no move; each
+	// refusal is lm's error envelope naming the instruction.
 	g.lm("queue", "next", "--agent-id", "tester")
-	if code, body := g.do("PATCH", "/api/instructions/"+second, `{"content": "too late"}`); code != 409 || body["error_category"] != "conflict" {
-		t.Errorf("PATCH consumed = %d %v", code, body)
+	// Without ?status the list is all of them: the pending rack, then the
+	// consumed history.
+	_, all := g.do("GET", "/api/instructions", "")
+	if items := all["items"].([]any); len(items) != 2 || items[0].(map[string]any)["id"] != first || items[1].(map[string]any)["status"] != "consumed" {
+		t.Errorf("GET /api/instructions: %v, want the pending, then the consumed instruction", all)
 	}
-	if code, _ := g.do("DELETE", "/api/instructions/"+second, ""); code != 409 {
-		t.Errorf("DELETE consumed = %d, want 409", code)
+	refused := func(method, path, body, id string, status int, category string) {
+		t.Helper()
+		code, env := g.do(method, path, body)
+		msg, _ := env["error"].(string)
+		if code != status || env["error_category"] != category || env["success"] != false || !strings.Contains(msg, id) {
+			t.Errorf("%s %s = %d %v, want %d %s naming %s", method, path, code, env, status, category, id)
+		}
 	}
+	refused("PATCH", "/api/instructions/"+second, `{"content": "too late"}`, second, 409, "conflict")
+	refused("DELETE", "/api/instructions/"+second, "", second, 409, "conflict")
+	refused("POST", "/api/instructions/"+second+"/move", `{"to": 1}`, second, 409, "conflict")
+	refused("POST", "/api/instructions/NOPE/move", `{"to": 1}`, "NOPE", 404, "not_found")
 	if code, body := g.do("DELETE", "/api/instructions/"+first, ""); code != 204 || body != nil {
 		t.Errorf("DELETE pending = %d %v, want 204 and no body", code, body)
 	}
-	if code, _ := g.do("DELETE", "/api/instructions/"+first, ""); code != 404 {
-		t.Errorf("DELETE again = %d, want 404", code)
-	}
+	refused("DELETE", "/api/instructions/"+first, "", first, 404, "not_found")
 	_, st := g.do("GET", "/api/status", "")
 	if q := st["queue"].(map[string]any); q["pending_count"] != 0.0 || q["consumed_count"] != 1.0 || st["agent"].(map[string]any)["agent_id"] != "tester" {
 		t.Errorf("status: %v", st)
@@ -211,6 +277,8 @@ func TestTokenAndOrigin(t *testing.T) {
 		{"not bearer", "/api/status", []string{"Authorization", "s3cret"}, 401},
 		{"token", "/api/status", []string{"Authorization", "Bearer s3cret"}, 200},
 		{"mcp needs the token", "/mcp", nil, 401},
+		{"legacy mcp needs the token", "/mcp/sse", nil, 401},
+		{"mcp with a wrong token", "/mcp", []string{"Authorization", "Bearer s3cret-and-more"}, 401},
 		{"events need the token", "/api/events", nil, 401},
 		{"health is open", "/healthz", nil, 200},
 		{"the page is open", "/", nil, 200},
@@ -249,6 +317,7 @@ type message struct {
 func (g *gw) events(lastID string) *sse {
 	g.t.Helper()
 	req, _ := http.NewRequest("GET", g.url+"/api/events", nil)
+	req.Header.Set("Accept", "text/event-stream") // as browsers send it
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
@@ -339,6 +408,16 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 		t.Fatalf("status event: %+v", status)
 	}
 
+	// An agent's own lm mcp process consumes one: the page hears of it.
+	_, body := g.do("POST", "/api/instructions", `{"content": "for the stdio agent"}`)
+	if answer := g.mcpNext("stdio-agent"); !strings.Contains(answer, "for the stdio agent") {
+		t.Fatalf("lm mcp answered %s", answer)
+	}
+	stream.expect(t, "instruction.created")
+	if d := stream.expect(t, "instruction.consumed").data["data"].(map[string]any); d["consumed_by_agent_id"] != "stdio-agent" || d["id"] != body["item"].(map[string]any)["id"] {
+		t.Fatalf("consumed by lm mcp: %+v", d)
+	}
+
 	g.do("PATCH", "/api/config", `{"default_empty_response": "keep going"}`)
 	cfg := stream.expect(t, "config.updated")
 	if cfg.data["data"].(map[string]any)["default_empty_response"] != "keep going" {
@@ -349,6 +428,35 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 	resumed := g.events(created.id)
 	if m := resumed.next(t); m.event != "instruction.consumed" || m.id <= created.id {
 		t.Fatalf("resumed stream starts with %+v", m)
+	}
+}
+
+// An idle stream carries keep-alive comments, so proxies and browsers do
+// not close it.
+func TestEventsKeepAlive(t *testing.T) {
+	g := start(t, gateway.Options{KeepAlive: 100 * time.Millisecond})
+	stream := g.events("")
+	comments := make(chan error, 1)
+	go func() {
+		for n := 0; n < 3; {
+			line, err := stream.r.ReadString('\n')
+			if err != nil {
+				comments <- err
+				return
+			}
+			if strings.HasPrefix(line, ": keep-alive") {
+				n++
+			}
+		}
+		comments <- nil
+	}()
+	select {
+	case err := <-comments:
+		if err != nil {
+			t.Fatalf("event stream: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fewer than 3 keep-alive comments in 10 s on a stream that asks for one every 100 ms")
 	}
 }
 
@@ -380,5 +488,146 @@ func TestEnhanceRouteBehindTheToken(t *testing.T) {
 	if code != 200 || body["prompt"] != "tidy the README" || body["enhanced"] != false || body["client"] != "vscode" ||
 		!strings.Contains(body["reason"].(string), "no model is configured") {
 		t.Fatalf("POST /ollama/enhance = %d %v", code, body)
+	}
+}
+
+// Shutting down ends event streams and waiting MCP calls at once, lets a
+// request in flight finish its work, and loses nothing.
+func TestGracefulShutdown(t *testing.T) {
+	log := &syncBuffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
+	stream := g.events("")
+	mcpDone := make(chan string, 1)
+	go func() {
+		_, body := rpc(t, g, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":"waiter"}}}`)
+		mcpDone <- body
+	}()
+	for i := 0; ; i++ {
+		if out := g.lm("queue", "status", "-r", "--jq", `.agents[] | select(.agent_id == "waiter") | .waiting`); strings.TrimSpace(out) == "true" {
+			break
+		}
+		if i == 200 {
+			t.Fatal("the MCP call is not waiting")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// An add whose body is still on its way when the shutdown begins. With
+	// "Expect: 100-continue" the server asks for the body only once the
+	// handler reads it, so the 100 shows the request is in its handler.
+	body, sendBody := io.Pipe()
+	const add = `{"content": "in flight at shutdown"}`
+	inHandler := make(chan struct{})
+	added := make(chan int, 1)
+	go func() {
+		trace := &httptrace.ClientTrace{Got100Continue: func() { close(inHandler) }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", g.url+"/api/instructions", body)
+		req.ContentLength = int64(len(add))
+		req.Header.Set("Expect", "100-continue")
+		res, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}).Do(req)
+		if err != nil {
+			t.Errorf("the add in flight: %v", err)
+			added <- 0
+			return
+		}
+		res.Body.Close()
+		added <- res.StatusCode
+	}()
+	select {
+	case <-inHandler:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the add never reached its handler")
+	}
+	stopped := make(chan struct{})
+	go func() { g.stop(); close(stopped) }()
+
+	// The event stream and the waiting MCP call end at once, while the add
+	// is still in flight.
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, stream.r); ended <- err }()
+	for _, what := range []string{"the event stream", "the waiting MCP call"} {
+		select {
+		case <-ended:
+		case answer := <-mcpDone:
+			if strings.Contains(answer, "instruction") {
+				t.Errorf("the waiting MCP call answered %q", answer)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s did not end when the shutdown began", what)
+		}
+	}
+	select {
+	case <-stopped:
+		t.Fatal("the gateway stopped before the add in flight finished")
+	default:
+	}
+
+	// The rest of the body arrives: the add commits and is answered.
+	io.WriteString(sendBody, add)
+	sendBody.Close()
+	if code := <-added; code != 201 {
+		t.Fatalf("the add in flight at shutdown answered %d, want 201", code)
+	}
+	<-stopped
+	if strings.Contains(log.String(), "grace period") {
+		t.Errorf("the shutdown ran out its grace period:\n%s", log.String())
+	}
+	if out := g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[].content"); strings.TrimSpace(out) != "in flight at shutdown" {
+		t.Fatalf("pending after the shutdown: %q", out)
+	}
+	// The cancelled call records that it no longer waits.
+	for i := 0; strings.TrimSpace(g.lm("queue", "status", "-r", "--jq", `.agents[] | select(.agent_id == "waiter") | .waiting`)) != "false"; i++ {
+		if i == 200 {
+			t.Fatal("the agent still shows as waiting after its call was cancelled")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a log that handlers in several goroutines write at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A client that stalls while sending its headers or its body loses the
+// connection, or gets an error, instead of holding it forever.
+func TestStalledRequestsTimeOut(t *testing.T) {
+	t.Cleanup(gateway.SetReadTimeouts(300*time.Millisecond, 600*time.Millisecond))
+	g := start(t, gateway.Options{})
+	addr := strings.TrimPrefix(g.url, "http://")
+	for _, c := range []struct{ name, sent, want string }{
+		{"headers never finished", "GET /api/status HTTP/1.1\r\nHost: " + addr + "\r\n", ""},
+		{"body never finished", "POST /api/instructions HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"content\": ", "HTTP/1.1 400"},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, c.sent)
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		answer, err := io.ReadAll(conn)
+		conn.Close()
+		var timeout net.Error
+		if errors.As(err, &timeout) && timeout.Timeout() {
+			t.Errorf("%s: the connection stayed open for 20 s", c.name)
+			continue
+		}
+		if !strings.HasPrefix(string(answer), c.want) {
+			t.Errorf("%s: answered %q, want %q", c.name, answer, c.want)
+		}
 	}
 }

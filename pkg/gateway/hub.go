@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +113,7 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 		}
 		h.mu.Lock()
 		for _, e := range events {
+			h.logEvent(e)
 			if e.Type == queue.EventConfigUpdated {
 				var s queue.Settings
 				if json.Unmarshal(e.Data, &s) == nil {
@@ -217,4 +219,28 @@ func (h *hub) after(seq uint64) (items []item, wake <-chan struct{}, ok bool) {
 	}
 	i := int(seq + 1 - h.buf[0].seq)
 	return append([]item(nil), h.buf[i:]...), h.wake, true
+}
+
+// logEvent writes a change to the gateway's log, whichever process made
+// it, so the log tells each instruction's life (created, edited, deleted,
+// consumed by whom) and each agent's calls beside the gateway's requests.
+func (h *hub) logEvent(e queue.Event) {
+	var d struct {
+		ID             string     `json:"id"`
+		ConsumedBy     string     `json:"consumed_by_agent_id"`
+		AgentID        string     `json:"agent_id"`
+		LastResultType string     `json:"last_result_type"`
+		WaitingUntil   *time.Time `json:"waiting_until"`
+	}
+	json.Unmarshal(e.Data, &d)
+	switch e.Type {
+	case queue.EventStatusChanged:
+		h.log.Info("agent", "event", e.ID, "agent_id", d.AgentID, "waiting", d.WaitingUntil != nil, "last_result", d.LastResultType)
+	case queue.EventConfigUpdated:
+		h.log.Info("settings changed", "event", e.ID, "settings", string(e.Data))
+	case queue.EventConsumed:
+		h.log.Info("instruction consumed", "event", e.ID, "id", d.ID, "agent_id", d.ConsumedBy)
+	default:
+		h.log.Info(strings.Replace(e.Type, ".", " ", 1), "event", e.ID, "id", d.ID)
+	}
 }

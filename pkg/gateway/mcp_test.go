@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,8 +76,11 @@ func TestMCPLegacySSE(t *testing.T) {
 	}
 }
 
-// rpc posts one JSON-RPC message to /mcp with the given extra headers.
-func rpc(t *testing.T, g *gw, body string, header ...string) *http.Response {
+// rpc posts one JSON-RPC message to /mcp with the given extra headers and
+// returns the response with its whole body: JSON, or an event stream that
+// ends with the answer. It may run in a goroutine: a failed request is an
+// error and a zero response.
+func rpc(t *testing.T, g *gw, body string, header ...string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", g.url+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -89,10 +95,12 @@ func rpc(t *testing.T, g *gw, body string, header ...string) *http.Response {
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return &http.Response{Header: http.Header{}}, ""
 	}
-	res.Body.Close()
-	return res
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res, string(data)
 }
 
 const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -100,24 +108,24 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 func TestMCPRejectsForeignHostAndOrigin(t *testing.T) {
 	g := start(t, gateway.Options{})
 	for _, h := range [][]string{{"Host", "attacker.example"}, {"Origin", "http://attacker.example"}} {
-		if res := rpc(t, g, initialize, h...); res.StatusCode < 400 || res.StatusCode >= 500 {
+		if res, _ := rpc(t, g, initialize, h...); res.StatusCode < 400 || res.StatusCode >= 500 {
 			t.Errorf("%s %s: status %d, want 4xx", h[0], h[1], res.StatusCode)
 		}
 	}
-	if res := rpc(t, g, initialize, "Origin", g.url); res.StatusCode != 200 {
+	if res, _ := rpc(t, g, initialize, "Origin", g.url); res.StatusCode != 200 {
 		t.Errorf("own origin: status %d", res.StatusCode)
 	}
 }
 
 func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	g := start(t, gateway.Options{Stateful: true})
-	res := rpc(t, g, initialize)
+	res, _ := rpc(t, g, initialize)
 	session := res.Header.Get("Mcp-Session-Id")
 	if res.StatusCode != 200 || session == "" {
 		t.Fatalf("initialize: status %d, session %q", res.StatusCode, session)
 	}
 	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
-	if res := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 200 {
+	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 200 {
 		t.Fatalf("tools/list in the session: %d", res.StatusCode)
 	}
 	req, _ := http.NewRequest("DELETE", g.url+"/mcp", nil)
@@ -131,7 +139,174 @@ func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	if del.StatusCode != 200 {
 		t.Fatalf("DELETE session: %d", del.StatusCode)
 	}
-	if res := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
+	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
 		t.Fatalf("request in a deleted session: %d, want 404", res.StatusCode)
+	}
+}
+
+// callTool calls a tool on an initialized client and returns its
+// structured content.
+func callTool(t *testing.T, c *client.Client, name string, args map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		t.Fatalf("call %s: %v", name, err)
+	}
+	if res.IsError {
+		t.Fatalf("%s failed: %+v", name, res.Content)
+	}
+	var out map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(raw, &out)
+	return out
+}
+
+// By default /mcp keeps no sessions, so an agent that initialized against
+// one gateway process goes on calling the next one after a restart.
+func TestMCPStatelessSurvivesRestart(t *testing.T) {
+	g := start(t, gateway.Options{})
+	if res, _ := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("stateless initialize: status %d, session %q", res.StatusCode, res.Header.Get("Mcp-Session-Id"))
+	}
+	g.do("POST", "/api/instructions", `{"content": "before the restart"}`)
+	g.do("POST", "/api/instructions", `{"content": "after the restart"}`)
+	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if out := callNext(t, c); out["instruction"].(map[string]any)["content"] != "before the restart" {
+		t.Fatalf("first call: %v", out)
+	}
+	g.restart()
+	out := callTool(t, c, "get_user_request", map[string]any{"agent_id": "http-agent"})
+	if out["result_type"] != "instruction" || out["instruction"].(map[string]any)["content"] != "after the restart" {
+		t.Fatalf("the same client after a restart: %v", out)
+	}
+}
+
+// One stateful session carries several streams at once: the standalone
+// GET stream, two tool calls that wait for work, and a quick request
+// answered while they wait.
+func TestMCPStatefulConcurrentStreams(t *testing.T) {
+	g := start(t, gateway.Options{Stateful: true})
+	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
+	res, _ := rpc(t, g, initialize)
+	session := res.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no session id")
+	}
+	if res, _ := rpc(t, g, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", session); res.StatusCode != 202 {
+		t.Fatalf("initialized notification: %d", res.StatusCode)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", g.url+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	listen, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listen.Body.Close()
+	if listen.StatusCode != 200 || !strings.HasPrefix(listen.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /mcp in the session: %d %s", listen.StatusCode, listen.Header.Get("Content-Type"))
+	}
+
+	answers := make(chan string, 2)
+	for i, agent := range []string{"agent-a", "agent-b"} {
+		call := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":%q}}}`, 10+i, agent)
+		go func() {
+			res, body := rpc(t, g, call, "Mcp-Session-Id", session)
+			if res.StatusCode != 200 {
+				t.Errorf("%s's call: %d %s", agent, res.StatusCode, body)
+			}
+			answers <- body
+		}()
+	}
+	for i := 0; ; i++ {
+		_, st := g.do("GET", "/api/status", "")
+		waiting := 0
+		for _, a := range st["agents"].([]any) {
+			if a.(map[string]any)["waiting"] == true {
+				waiting++
+			}
+		}
+		if waiting == 2 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("the two calls are not both waiting: %v", st["agents"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res, body := rpc(t, g, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "Mcp-Session-Id", session); res.StatusCode != 200 || !strings.Contains(body, "get_user_request") {
+		t.Fatalf("tools/list while two calls wait: %d %.200s", res.StatusCode, body)
+	}
+	g.do("POST", "/api/instructions", `{"content": "first for whoever waits"}`)
+	g.do("POST", "/api/instructions", `{"content": "second for whoever waits"}`)
+	var got []string
+	for range 2 {
+		select {
+		case a := <-answers:
+			got = append(got, a)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("only %d of the waiting calls answered", len(got))
+		}
+	}
+	joined := strings.Join(got, "\n")
+	if !strings.Contains(joined, "first for whoever waits") || !strings.Contains(joined, "second for whoever waits") {
+		t.Fatalf("the two calls got:\n%s", joined)
+	}
+}
+
+// The gateway's log tells each instruction's life, whichever process
+// changed it, and each get_user_request served with its agent, wait and
+// result (spec 000 §7).
+func TestLogTellsLifecycleAndCalls(t *testing.T) {
+	log := &syncBuffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	g.lm("queue", "add", "from a shell")
+	g.do("POST", "/api/instructions", `{"content": "from the page"}`)
+	id := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[1].id"))
+	g.do("PATCH", "/api/instructions/"+id, `{"content": "reworded"}`)
+	g.mcpNext("stdio-agent")
+	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	callNext(t, c)
+	g.do("POST", "/api/instructions", `{"content": "short-lived"}`)
+	gone := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[0].id"))
+	g.do("DELETE", "/api/instructions/"+gone, "")
+	want := []string{
+		`msg="instruction created"`,
+		`msg="instruction updated" event=`,
+		`msg="instruction consumed" event=`,
+		`agent_id=stdio-agent`,
+		`agent_id=http-agent`,
+		`msg="tool call" tool=get_user_request error=false agent_id=http-agent result_type=instruction waited_seconds=`,
+		`msg="instruction deleted" event=`,
+	}
+	for i := 0; ; i++ {
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(log.String(), w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if i == 200 {
+			t.Fatalf("the log lacks %s:\n%s", missing, log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -64,3 +64,39 @@ func TestEveryDocumentedRouteIsServed(t *testing.T) {
 		}
 	}
 }
+
+// /docs is the same description as /openapi.json, to read: every
+// documented route, and for the API's routes the operation each calls
+// with its input schema.
+func TestDocsPageListsEveryRoute(t *testing.T) {
+	g := start(t, gateway.Options{})
+	_, doc := g.do("GET", "/openapi.json", "")
+	res, err := http.Get(g.url + "/docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /docs = %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	html := string(page)
+	for path, methods := range doc["paths"].(map[string]any) {
+		for m := range methods.(map[string]any) {
+			want := `<span class="verb verb-` + strings.ToUpper(m) + `">` + strings.ToUpper(m) + `</span> <code>` + path + `</code>`
+			if !strings.Contains(html, want) {
+				t.Errorf("/docs does not list %s %s", strings.ToUpper(m), path)
+			}
+		}
+	}
+	post := doc["paths"].(map[string]any)["/api/instructions"].(map[string]any)["post"].(map[string]any)
+	schema := post["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+	if _, ok := schema["properties"].(map[string]any)["content"]; !ok {
+		t.Errorf("POST /api/instructions's body schema lacks content: %v", schema)
+	}
+	for _, s := range []string{"<code>queue_add</code> (<code>lm queue add</code>)", "&#34;content&#34;"} {
+		if !strings.Contains(html, s) {
+			t.Errorf("/docs lacks %s", s)
+		}
+	}
+}
