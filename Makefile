@@ -17,9 +17,12 @@ build:
 run: build
 	./scripts/demo.sh
 
+# The browser tests' screenshots of every view are kept here.
+ARTIFACTS ?= $(CURDIR)/test-artifacts
+
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	LM_SCREENSHOTS=$(ARTIFACTS)/screenshots $(GO) test -count=1 ./...
 
 bench: build
 	./scripts/bench.sh
@@ -49,4 +52,4 @@ lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
 
 clean:
-	rm -rf bin
+	rm -rf bin test-artifacts
