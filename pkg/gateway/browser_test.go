@@ -368,3 +368,30 @@ func TestPageReconnects(t *testing.T) {
 	waitText(t, ctx, "#consumed", contains("Before the restart"), "consumption missed while away")
 	waitText(t, ctx, "#consumed", contains("night-shift"), "consuming agent missed while away")
 }
+
+// shiftableClock makes the page's Date.now run ahead by window.lmClockShift
+// milliseconds, so a test can let minutes pass without waiting for them.
+func shiftableClock() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		return t.Call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
+			"source": `(() => { const real = Date.now.bind(Date); window.lmClockShift = 0; Date.now = () => real() + window.lmClockShift; })()`,
+		}, nil)
+	})
+}
+
+// Relative times ("12 s ago") keep up with the clock on a page left open,
+// without a reload or any change to the queue.
+func TestPageRefreshesRelativeTimes(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{})
+	g.lm("queue", "add", "Left open all day")
+	if err := chromedp.Do(ctx, shiftableClock(), chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending", contains("s ago"), "a fresh instruction's age")
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.lmClockShift = 125000; return true })()`)); err != nil {
+		t.Fatal(err)
+	}
+	// The page refreshes its times every 10 s.
+	waitText(t, ctx, "#pending", contains("2 min ago"), "the same instruction two minutes later")
+}
