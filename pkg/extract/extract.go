@@ -179,7 +179,7 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 	if err != nil {
 		return nil, 0, err
 	}
-	results := map[string]FileResult{}
+	results := make(map[string]FileResult, len(files)+len(missing))
 	for _, m := range missing {
 		results[m] = failed("file_not_found", fmt.Errorf("no such file: %s", m))
 	}

@@ -76,9 +76,14 @@ type File struct {
 // argument matching nothing is reported in missing.
 func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing []string, err error) {
 	// One argument names each file once; several may overlap.
-	seen := map[string]bool{}
+	var seen map[string]bool
+	if len(args) > 1 {
+		seen = map[string]bool{}
+	}
 	add := func(f File) {
-		if len(args) == 1 || !seen[f.Path] {
+		if seen == nil {
+			files = append(files, f)
+		} else if !seen[f.Path] {
 			seen[f.Path] = true
 			files = append(files, f)
 		}

@@ -2,8 +2,9 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
 	"regexp"
-	"sort"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -42,16 +43,22 @@ func matchPatterns(content []byte, res []*regexp.Regexp, patterns []string, limi
 			} else {
 				lineEnd += loc[0]
 			}
-			r.Matches = append(r.Matches, Match{
-				Pattern: patterns[i], Line: line, Column: loc[0] - lineStart + 1,
-				Match: clip(content[loc[0]:loc[1]]), Text: clip(bytes.TrimRight(content[lineStart:lineEnd], "\r")),
-			})
+			text := clip(bytes.TrimRight(content[lineStart:lineEnd], "\r"))
+			// A match within the line it starts on shares the line's string.
+			match, from, to := "", loc[0]-lineStart, loc[1]-lineStart
+			if to <= len(text) && text[from:to] == string(content[loc[0]:loc[1]]) {
+				match = text[from:to]
+			} else {
+				match = clip(content[loc[0]:loc[1]])
+			}
+			r.Matches = append(r.Matches, Match{Pattern: patterns[i], Line: line, Column: from + 1, Match: match, Text: text})
 		}
 	}
-	sort.SliceStable(r.Matches, func(a, b int) bool {
-		ma, mb := r.Matches[a], r.Matches[b]
-		return ma.Line < mb.Line || (ma.Line == mb.Line && ma.Column < mb.Column)
-	})
+	if len(res) > 1 { // one pattern's matches come in file order already
+		slices.SortStableFunc(r.Matches, func(a, b Match) int {
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
+	}
 	for _, m := range r.Matches {
 		if n := len(r.LineNumbers); n == 0 || r.LineNumbers[n-1] != m.Line {
 			r.LineNumbers = append(r.LineNumbers, m.Line)
