@@ -80,6 +80,21 @@ func TestMatchPatterns(t *testing.T) {
 	if r := matchPatterns(src, []*regexp.Regexp{re}, []string{"TODO"}, 2); !r.Truncated || len(r.Matches) != 2 {
 		t.Errorf("limit: %+v", r)
 	}
+
+	// Two patterns' matches in file order; a match across lines, and one
+	// past the clipped line's end, keep their own text.
+	long := strings.Repeat("x", maxLineText) + "END"
+	src = []byte("gamma alpha\nalpha\nbeta\n" + long + "\n")
+	r = matchPatterns(src, []*regexp.Regexp{regexp.MustCompile("(?m)alpha\nbeta|END"), regexp.MustCompile("gamma")},
+		[]string{"ab|END", "gamma"}, 10)
+	want = []Match{
+		{Pattern: "gamma", Line: 1, Column: 1, Match: "gamma", Text: "gamma alpha"},
+		{Pattern: "ab|END", Line: 2, Column: 1, Match: "alpha\nbeta", Text: "alpha"},
+		{Pattern: "ab|END", Line: 4, Column: maxLineText + 1, Match: "END", Text: strings.Repeat("x", maxLineText) + "…"},
+	}
+	if !slices.Equal(r.Matches, want) || !slices.Equal(r.LineNumbers, []int{1, 2, 4}) {
+		t.Errorf("matches = %+v lines %v", r.Matches, r.LineNumbers)
+	}
 }
 
 // golden compares scanner output with testdata/<file>.json (regenerate by
