@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"lmtool.dev/lm/pkg/proc"
 )
 
 // commands are the custom script commands.
@@ -100,7 +102,7 @@ func gone(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for file, pid := range pids {
-		for running(pid) {
+		for proc.Running(pid) {
 			if time.Now().After(deadline) {
 				for _, pid := range pids {
 					syscall.Kill(pid, syscall.SIGKILL)
@@ -110,20 +112,6 @@ func gone(ts *testscript.TestScript, neg bool, args []string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-}
-
-// running reports whether pid exists and is not a zombie.
-func running(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// The state follows the command name, which is in parentheses.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) == 0 || fields[0] != "Z"
 }
 
 // waitfile FILE [TIMEOUT] waits until FILE exists and is not empty.

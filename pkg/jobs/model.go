@@ -20,6 +20,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/proc"
 )
 
 // The states of a job.
@@ -163,7 +164,7 @@ func refresh(ctx context.Context, env *op.Env, j Job) (Job, error) {
 		}
 		f.Close()
 	}
-	if j.Supervisor != 0 && !alive(j.Supervisor) {
+	if j.Supervisor != 0 && !proc.Running(j.Supervisor) {
 		return markLost(ctx, env, j.ID)
 	}
 	return j, nil
@@ -178,7 +179,7 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 		if !ok {
 			return op.Errorf(op.KindNotFound, "no job %q", id)
 		}
-		if !r.Terminal() && r.Supervisor != 0 && !alive(r.Supervisor) {
+		if !r.Terminal() && r.Supervisor != 0 && !proc.Running(r.Supervisor) {
 			now := env.Now().UTC()
 			r.State, r.FinishedAt = Failed, &now
 			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
@@ -193,19 +194,4 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 		return nil
 	})
 	return out, err
-}
-
-// alive reports whether a process exists (and is not a zombie).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) {
-		return data[i+2] != 'Z'
-	}
-	return true
 }

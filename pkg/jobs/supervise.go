@@ -1,15 +1,12 @@
 package jobs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/proc"
 )
 
 // DefaultGrace is how long a stopped job gets between SIGTERM and SIGKILL.
@@ -148,7 +146,7 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 			for _, o := range all(tx) {
 				switch {
 				case o.ID == id:
-				case o.State == Running && (o.Supervisor == 0 || alive(o.Supervisor)):
+				case o.State == Running && (o.Supervisor == 0 || proc.Running(o.Supervisor)):
 					ahead++
 				case o.State == Queued && olderThan(o, j) && waiting(o, now):
 					ahead++
@@ -190,7 +188,7 @@ func olderThan(a, b Job) bool {
 // alive, or it is being launched.
 func waiting(j Job, now time.Time) bool {
 	if j.Supervisor != 0 {
-		return alive(j.Supervisor)
+		return proc.Running(j.Supervisor)
 	}
 	return now.Sub(j.CreatedAt) < launchGrace
 }
@@ -244,38 +242,13 @@ func endDescendants(limit time.Duration) {
 		if time.Now().After(deadline) {
 			return
 		}
-		for _, pid := range children() {
-			syscall.Kill(pid, syscall.SIGKILL)
+		for _, p := range proc.All() {
+			if p.PPID == os.Getpid() {
+				syscall.Kill(p.PID, syscall.SIGKILL)
+			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// children lists the processes whose parent is this one.
-func children() []int {
-	self := os.Getpid()
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // it ended meanwhile
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses
-		i := bytes.LastIndexByte(data, ')')
-		if i < 0 {
-			continue
-		}
-		fields := strings.Fields(string(data[i+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(self) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }
 
 // copyOutput moves output into the ring until the writers are gone. A pty

@@ -5,7 +5,6 @@ package daemon
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/proc"
 )
 
 // Files are where a gateway records itself.
@@ -82,32 +82,12 @@ func (f Files) Running() (State, bool, error) {
 	if err := json.Unmarshal(data, &s); err != nil || s.Pid <= 0 {
 		return s, false, fmt.Errorf("%s is not a gateway state file", f.State())
 	}
-	if !alive(s.Pid) {
+	if !proc.Running(s.Pid) {
 		os.Remove(f.Pid())
 		os.Remove(f.State())
 		return s, false, nil
 	}
 	return s, true, nil
-}
-
-// alive reports whether pid is a running process. A zombie is not: a
-// detached gateway that exited stays one until init reaps it, which can
-// take a while in containers.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	return !zombie(pid)
-}
-
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// "pid (comm) state …": comm may itself contain ") ", so look for the last one.
-	i := bytes.LastIndex(stat, []byte(") "))
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // Start launches `exe args…` detached (its own session, output appended to
@@ -173,7 +153,7 @@ func (f Files) Stop(ctx context.Context, timeout time.Duration) (State, error) {
 		return s, fmt.Errorf("stop gateway pid %d: %w", s.Pid, err)
 	}
 	deadline := time.Now().Add(timeout)
-	for alive(s.Pid) {
+	for proc.Running(s.Pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(s.Pid, syscall.SIGKILL)
 			break

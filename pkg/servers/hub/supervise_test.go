@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"lmtool.dev/lm/pkg/proc"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -145,7 +145,7 @@ func TestStoppingKillsTheWholeProcessGroup(t *testing.T) {
 	began := time.Now()
 	h.Close()
 	for _, pid := range []int{s.Pid, grandchild} {
-		for !gone(pid) {
+		for proc.Running(pid) {
 			if time.Since(began) > 20*time.Second {
 				t.Fatalf("process %d outlived the hub", pid)
 			}
@@ -166,37 +166,13 @@ func TestStoppingKillsTheWholeProcessGroup(t *testing.T) {
 
 // groupMembers are the running processes of process group pgid.
 func groupMembers(pgid int) []int {
-	entries, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// After the command's name: state, ppid, pgrp.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 2 && fields[0] != "Z" && fields[2] == strconv.Itoa(pgid) {
-			pids = append(pids, pid)
+	for _, p := range proc.All() {
+		if p.PGRP == pgid && p.State != 'Z' {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
-}
-
-// gone reports whether pid has exited (a zombie counts: it runs no more).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
 }
 
 func TestAutoStartOnFirstUse(t *testing.T) {

@@ -1,0 +1,78 @@
+// Package proc reads what lm needs to know of other processes from /proc:
+// whether one still runs, and which are the children of a process or the
+// members of a process group. Supervisors use it to leave nothing behind,
+// and the CLI to tell a live gateway from a stale pid file.
+package proc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// Stat is the part of /proc/PID/stat lm reads.
+type Stat struct {
+	PID, PPID, PGRP int
+	// State is R (running), S (sleeping), Z (zombie: ended, not yet
+	// reaped), and so on.
+	State byte
+}
+
+// Read parses /proc/PID/stat.
+func Read(pid int) (Stat, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, err
+	}
+	return parse(pid, data)
+}
+
+// parse reads "pid (comm) state ppid pgrp …". The command name may itself
+// hold spaces and parentheses, so the fields start after the last ')'.
+func parse(pid int, data []byte) (Stat, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return Stat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := bytes.Fields(data[i+1:])
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return Stat{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	ppid, err1 := strconv.Atoi(string(fields[1]))
+	pgrp, err2 := strconv.Atoi(string(fields[2]))
+	if err := errors.Join(err1, err2); err != nil {
+		return Stat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return Stat{PID: pid, PPID: ppid, PGRP: pgrp, State: fields[0][0]}, nil
+}
+
+// Running reports whether pid exists and has not ended: a zombie has ended
+// and only waits for its parent to reap it, which in a container whose
+// init does not reap may be never. Where /proc cannot be read, a process
+// that answers signals counts as running.
+func Running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	s, err := Read(pid)
+	return err != nil || s.State != 'Z'
+}
+
+// All lists every process; those that end while it reads are left out.
+func All() []Stat {
+	entries, _ := os.ReadDir("/proc")
+	var all []Stat
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if s, err := Read(pid); err == nil {
+			all = append(all, s)
+		}
+	}
+	return all
+}
