@@ -57,6 +57,8 @@ export function serversView({ onAuth, toast, announce }) {
     $("servers-dot").className = `dot ${failed ? "down" : moving ? "warn" : up ? "ok" : ""}`;
   }
 
+  const counted = (n, noun) => `${n} ${noun}${n === 1 ? "" : "s"}`;
+
   function serverItem(s) {
     const t = s.enabled ? tone(s.state) : "idle";
     const li = el("li", { className: "server", tabIndex: -1 });
@@ -76,7 +78,7 @@ export function serversView({ onAuth, toast, announce }) {
       fact("pid", s.pid ? String(s.pid) : null),
       fact("up since", s.started_at ? timeEl(s.started_at) : null),
       fact("restarts", String(s.restart_count)),
-      fact("tools", `${s.tools}${s.prompts ? ` · ${s.prompts} prompts` : ""}${s.resources ? ` · ${s.resources} resources` : ""}`),
+      fact("tools", `${s.tools}${s.prompts ? ` · ${counted(s.prompts, "prompt")}` : ""}${s.resources ? ` · ${counted(s.resources, "resource")}` : ""}`),
       fact("probe", s.latency_ms ? `${s.latency_ms.toFixed(1)} ms` : null),
       fact("breaker", breaker),
       fact("next try", s.next_retry_at ? clock(s.next_retry_at, true) : null));
