@@ -14,6 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	bolt "go.etcd.io/bbolt"
 
+	"lmtool.dev/lm/pkg/config"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/tasks"
 )
@@ -22,8 +23,8 @@ import (
 // TTL of 30 minutes).
 const DefaultTTL = 30 * time.Minute
 
-// DefaultMaxRunning is the concurrency limit unless LM_JOBS_MAX_RUNNING
-// sets another.
+// DefaultMaxRunning is the concurrency limit unless max_running in the
+// [jobs] table of config.toml, or LM_JOBS_MAX_RUNNING, sets another.
 const DefaultMaxRunning = 8
 
 // Spec is what to run.
@@ -55,6 +56,10 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if spec.LogSize < 4096 || spec.LogSize > 1<<30 {
 		return Job{}, op.Errorf(op.KindInvalid, "log size %d is out of range", spec.LogSize).WithHint("use 4096 to 1073741824 bytes")
 	}
+	limit, err := maxRunning(env.Home)
+	if err != nil {
+		return Job{}, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return Job{}, op.Errorf(op.KindInternal, "find lm's executable: %w", err)
@@ -63,7 +68,7 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 		ID: "j_" + ulid.Make().String(), State: Queued, Task: spec.Task,
 		Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, PTY: spec.PTY,
 		CreatedAt: env.Now().UTC(), LogSize: spec.LogSize,
-		TTLSeconds: int64(spec.TTL / time.Second), MaxRunning: maxRunning(),
+		TTLSeconds: int64(spec.TTL / time.Second), MaxRunning: limit,
 	}
 	dir := jobDir(env.Home, j.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -90,11 +95,28 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	return j, nil
 }
 
-func maxRunning() int {
-	if n, err := strconv.Atoi(os.Getenv("LM_JOBS_MAX_RUNNING")); err == nil && n > 0 {
-		return n
+// maxRunning is the concurrency limit: LM_JOBS_MAX_RUNNING, else
+// max_running in the [jobs] table of home's config.toml, else the default.
+func maxRunning(home string) (int, error) {
+	settings := struct {
+		MaxRunning int `toml:"max_running"`
+	}{DefaultMaxRunning}
+	if err := config.Table(home, "jobs", &settings); err != nil {
+		return 0, op.Errorf(op.KindInvalid, "%v", err).WithHint("[jobs] takes max_running, the number of jobs that run at once")
 	}
-	return DefaultMaxRunning
+	source, value := "max_running in "+config.Path(home), strconv.Itoa(settings.MaxRunning)
+	if v := os.Getenv("LM_JOBS_MAX_RUNNING"); v != "" {
+		source, value = "LM_JOBS_MAX_RUNNING", v
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = 0 // not a number: refused below
+		}
+		settings.MaxRunning = n
+	}
+	if settings.MaxRunning < 1 {
+		return 0, op.Errorf(op.KindInvalid, "%s is %s: want a whole number of jobs, at least 1", source, value)
+	}
+	return settings.MaxRunning, nil
 }
 
 // workDir resolves a job's working directory: root by default, else dir

@@ -1,17 +1,12 @@
 package model
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
-
+	"lmtool.dev/lm/pkg/config"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -68,7 +63,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (c Config) Enabled() bool { return c.Model != "" }
 
 // ConfigPath is where the user's settings live.
-func ConfigPath(home string) string { return filepath.Join(home, "config.toml") }
+func ConfigPath(home string) string { return config.Path(home) }
 
 // Load reads the [model] table of home's config.toml (a missing file or
 // table means no model), applies the environment's overrides and defaults,
@@ -78,16 +73,9 @@ func Load(home string) (Config, error) {
 	path := ConfigPath(home)
 	cfg := Config{Provider: Ollama, Timeout: Duration(DefaultTimeout), MaxRetries: DefaultMaxRetries,
 		ConfidenceThreshold: DefaultConfidenceThreshold, Source: path}
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return cfg, op.Errorf(op.KindInvalid, "read %s: %v", path, err)
-	default:
-		if err := decode(data, &cfg); err != nil {
-			return cfg, op.Errorf(op.KindInvalid, "%s: %v", path, err).
-				WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
-		}
+	if err := config.Table(home, "model", &cfg); err != nil {
+		return cfg, op.Errorf(op.KindInvalid, "%v", err).
+			WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
 	}
 	for env, field := range map[string]*string{"LM_MODEL_PROVIDER": &cfg.Provider, "LM_MODEL_URL": &cfg.URL, "LM_MODEL": &cfg.Model} {
 		if v, ok := os.LookupEnv(env); ok {
@@ -101,35 +89,6 @@ func Load(home string) (Config, error) {
 		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)
 	}
 	return cfg, nil
-}
-
-// decode reads config.toml strictly within [model].
-func decode(data []byte, cfg *Config) error {
-	var file struct {
-		Model *Config `toml:"model"`
-	}
-	file.Model = cfg
-	err := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields().Decode(&file)
-	var strict *toml.StrictMissingError
-	var bad *toml.DecodeError
-	switch {
-	case errors.As(err, &strict):
-		var unknown []string
-		for _, e := range strict.Errors {
-			if k := e.Key(); len(k) > 1 && k[0] == "model" {
-				row, _ := e.Position()
-				unknown = append(unknown, fmt.Sprintf("line %d: unknown key model.%s", row, strings.Join(k[1:], ".")))
-			}
-		}
-		if len(unknown) > 0 {
-			return errors.New(strings.Join(unknown, "; "))
-		}
-		return nil
-	case errors.As(err, &bad):
-		row, col := bad.Position()
-		return fmt.Errorf("line %d column %d: %v", row, col, bad)
-	}
-	return err
 }
 
 // applyDefaults fills in what depends on other settings.
