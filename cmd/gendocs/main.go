@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	docs "github.com/urfave/cli-docs/v3"
+	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/cli"
 )
@@ -59,6 +60,7 @@ func render() (map[string][]byte, error) {
 		group := *c
 		group.Name = "lm-" + c.Name
 		group.Description = strings.TrimSpace(group.Description + "\n\n" + cli.ExitStatusText)
+		describeCommands(group.Commands)
 		page, err := docs.ToManWithSection(&group, 1)
 		if err != nil {
 			return nil, fmt.Errorf("man page lm-%s.1: %w", c.Name, err)
@@ -75,3 +77,32 @@ func render() (map[string][]byte, error) {
 	}
 	return files, nil
 }
+
+// describeCommands puts each command's description (what it does, its
+// examples, its MCP tool) under its summary: the page lists commands by
+// summary and flags only, and a man page is where people look for the rest.
+func describeCommands(commands []*ucli.Command) {
+	for _, c := range commands {
+		if c.Description != "" {
+			c.Usage += "\n\n" + markdown(c.Description)
+		}
+		describeCommands(c.Commands)
+	}
+}
+
+// markdown renders a command's description as the Markdown the man pages
+// are made from: indented lines (examples) as code, the rest as prose with
+// Markdown's own characters escaped.
+func markdown(description string) string {
+	lines := strings.Split(description, "\n")
+	for i, line := range lines {
+		if code, ok := strings.CutPrefix(line, "  "); ok {
+			lines[i] = "    " + code
+		} else {
+			lines[i] = markdownEscaper.Replace(line)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+var markdownEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "<", `\<`, ">", `\>`, "#", `\#`)
