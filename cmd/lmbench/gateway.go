@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -97,8 +98,13 @@ func startServer(cmd *exec.Cmd, addrFile string) (*httpProcess, error) {
 	return nil, fmt.Errorf("%v did not start serving", cmd.Args)
 }
 
+// stop asks the server to shut down, by SIGTERM: a shell starts background
+// commands with SIGINT ignored, and a Go program keeps it so. One that has
+// not exited after a few seconds is killed.
 func (s *httpProcess) stop() {
-	s.cmd.Process.Signal(os.Interrupt)
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.AfterFunc(5*time.Second, func() { s.cmd.Process.Kill() })
+	defer timer.Stop()
 	s.cmd.Wait()
 }
 
