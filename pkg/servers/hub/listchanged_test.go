@@ -37,26 +37,10 @@ func TestAStoppedServerLeavesMCPAndClientsAreTold(t *testing.T) {
 	if s := settled(t, h, "everything"); s.State != servers.Running {
 		t.Fatalf("everything: %+v", s)
 	}
-	cl, err := client.NewStreamableHttpClient(url+"/mcp", transport.WithContinuousListening())
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := make(chan struct{}, 16)
-	cl.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == mcp.MethodNotificationToolsListChanged {
-			changed <- struct{}{}
-		}
-	})
-	if err := cl.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
+	cl := connect(t, url+"/mcp", transport.WithContinuousListening())
+	changed := toolListChanges(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cl.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
-		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
 	if len(aggregatedTools(t, cl, "everything")) == 0 {
 		t.Fatal("no everything__ tools on /mcp while it runs")
 	}
@@ -89,4 +73,16 @@ func TestAStoppedServerLeavesMCPAndClientsAreTold(t *testing.T) {
 		t.Fatal("the restarted server's tools are not back on /mcp")
 	}
 	await("the server came back")
+}
+
+// toolListChanges returns a channel that receives a value for each
+// tools/list_changed the client is sent from now on.
+func toolListChanges(cl *client.Client) <-chan struct{} {
+	changed := make(chan struct{}, 16)
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == mcp.MethodNotificationToolsListChanged {
+			changed <- struct{}{}
+		}
+	})
+	return changed
 }

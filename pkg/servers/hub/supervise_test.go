@@ -209,26 +209,10 @@ func TestAutoStartOnFirstUse(t *testing.T) {
 func TestUpstreamListChangesReachClients(t *testing.T) {
 	h, url := startHubWith(t, `{"settings": {}, "mcpServers": {"grows": {`+childServer(t, "grows", nil)+`, "auto_start": true}}}`, io.Discard, true)
 	awaitState(t, h, "grows", servers.Running, time.Minute)
-	cl, err := client.NewStreamableHttpClient(url+"/mcp", transport.WithContinuousListening())
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := make(chan struct{}, 16)
-	cl.OnNotification(func(n mcp.JSONRPCNotification) {
-		if n.Method == mcp.MethodNotificationToolsListChanged {
-			changed <- struct{}{}
-		}
-	})
+	cl := connect(t, url+"/mcp", transport.WithContinuousListening())
+	changed := toolListChanges(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := cl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cl.Close() })
-	if _, err := cl.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION,
-		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
 	init, err := cl.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
