@@ -84,6 +84,9 @@ func consumeHistory(b *testing.B, env *op.Env, n int) {
 				if err != nil {
 					return err
 				}
+				if err := t.addCounter(kPending, 1); err != nil {
+					return err
+				}
 				if _, err := t.consume(r, "history"); err != nil {
 					return err
 				}

@@ -102,7 +102,7 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 			}
 			out.Items = append(out.Items, item)
 		}
-		return nil
+		return t.addCounter(kPending, len(contents))
 	})
 	if err != nil {
 		return AddOutput{}, err
