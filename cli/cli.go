@@ -167,12 +167,12 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 		home = "/nonexistent/lm-home"
 	}
 	return &op.Env{
-		Store:       st,
-		Home:        home,
-		Stderr:      a.streams.Err,
-		Now:         time.Now,
-		Started:     a.started,
-		CommandLine: true,
+		Store:   st,
+		Home:    home,
+		Stderr:  a.streams.Err,
+		Now:     time.Now,
+		Started: a.started,
+		Caller:  op.Person(),
 	}, nil
 }
 

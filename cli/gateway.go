@@ -110,6 +110,9 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
+	// The gateway's callers are whoever reaches its port: they start as
+	// anonymous, and each request is credited with what its token proves.
+	env.Caller = op.Caller{}
 	token, err := gatewayToken(cmd)
 	if err != nil {
 		return fail(err)

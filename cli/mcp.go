@@ -9,6 +9,7 @@ import (
 
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -43,6 +44,9 @@ func (a *app) mcpCommand() *ucli.Command {
 			if err != nil {
 				return err
 			}
+			// Whoever speaks on lm mcp's stdin is an agent, whatever
+			// started it.
+			env.Caller = op.Caller{Role: op.RoleAgent}
 			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}

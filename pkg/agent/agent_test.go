@@ -49,7 +49,11 @@ func (s *syncBuffer) String() string {
 
 func newEnv(t *testing.T, commandLine bool) *op.Env {
 	path := filepath.Join(t.TempDir(), "lm.db")
-	return &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, CommandLine: commandLine}
+	env := &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
+	if commandLine {
+		env.Caller = op.Person()
+	}
+	return env
 }
 
 // httpServer runs server-everything in streamable HTTP mode on port and
@@ -274,7 +278,7 @@ func TestFavouritesAndRerun(t *testing.T) {
 		t.Errorf("fav run in another store: %v", err)
 	}
 	agentEnv := *env
-	agentEnv.CommandLine = false
+	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
 	if _, err := call(t, &agentEnv, "servers_fav_run", `{"name":"hi"}`); op.KindOf(err) != op.KindDenied {
 		t.Errorf("a stdio favourite run by an agent: %v", err)
 	}

@@ -68,7 +68,7 @@ func (a *approver) readLine(ctx context.Context) (string, error) {
 // said so, on a terminal or with --yes on lm's command line.
 func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	switch {
-	case !env.CommandLine && !in.DryRun:
+	case !env.Caller.IsPerson() && !in.DryRun:
 		return nil, op.Errorf(op.KindDenied, "servers_ask only proposes calls over MCP or HTTP: it never runs a call a person has not approved").
 			WithHint("pass dry_run: true to get the proposal, show it to the person, and run it with servers_call once approved")
 	case in.DryRun:
@@ -85,7 +85,7 @@ func newApprover(env *op.Env, in AskInput) (*approver, error) {
 // stdinIsTerminal reports whether a person can be asked: lm's own command
 // line with a terminal on stdin.
 func stdinIsTerminal(env *op.Env) bool {
-	return env.CommandLine && isTerminal(os.Stdin)
+	return env.Caller.Terminal && isTerminal(os.Stdin)
 }
 
 // history is the approval recorded with the calls that run.

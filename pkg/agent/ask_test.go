@@ -202,7 +202,7 @@ func TestAskRefusals(t *testing.T) {
 	noModel := newEnv(t, true)
 	newFakeModel(t).configure(t, env.Home) // never asked: every case fails first
 	agentEnv := *env
-	agentEnv.CommandLine = false
+	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
 	for _, tc := range []struct {
 		env      *op.Env
 		input    string

@@ -37,7 +37,7 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 	}
 	// A configured server was set up by a person; only ad-hoc commands are
 	// reserved to the command line.
-	if len(t.Command) > 0 && t.Name == "" && !env.CommandLine {
+	if len(t.Command) > 0 && t.Name == "" && !env.Caller.IsPerson() {
 		return nil, op.Errorf(op.KindDenied, "%s is a stdio command, which only lm's command line may start", t).
 			WithHint("over MCP or HTTP, use a configured server's name or a URL")
 	}
@@ -168,7 +168,7 @@ type CallInput struct {
 // from --url or -- CMD: then the first word is the tool, not a server
 // name (`lm servers call TOOL [JSON] --url URL`).
 func shift(env *op.Env, t *TargetInput, words ...*string) error {
-	if !env.CommandLine || t.Server == "" || (t.URL == "" && len(t.Command) == 0) {
+	if !env.Caller.Terminal || t.Server == "" || (t.URL == "" && len(t.Command) == 0) {
 		return nil
 	}
 	if last := words[len(words)-1]; *last != "" {
@@ -241,7 +241,7 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 	if err != nil {
 		return CallOutput{}, err
 	}
-	if env.CommandLine && isTerminal(os.Stdin) {
+	if env.Caller.Terminal && isTerminal(os.Stdin) {
 		if err := askMissing(tool, args, os.Stdin, env.Stderr); err != nil {
 			return CallOutput{}, err
 		}
@@ -262,7 +262,7 @@ func PersonApproved(ctx context.Context) context.Context {
 // approvalOf is who lets a call run that nobody was asked about: the person
 // at the command line or at the page, or else an agent or a program.
 func approvalOf(ctx context.Context, env *op.Env) string {
-	if env.CommandLine || ctx.Value(personApprovalKey{}) == true {
+	if env.Caller.IsPerson() || ctx.Value(personApprovalKey{}) == true {
 		return Approved
 	}
 	return Auto

@@ -144,7 +144,7 @@ func RunSequence(ctx context.Context, env *op.Env, in SequenceInput) (SequenceOu
 	if err := shift(env, &in.TargetInput, &in.File); err != nil {
 		return SequenceOutput{}, err
 	}
-	if in.File == "-" && !env.CommandLine {
+	if in.File == "-" && !env.Caller.Terminal {
 		return SequenceOutput{}, op.Errorf(op.KindInvalid, "a sequence is read from stdin only on the command line; give a file")
 	}
 	data, err := readFile(in.File)

@@ -95,11 +95,10 @@ type Env struct {
 	Started time.Time
 	// Client is the name the MCP client gave in initialize ("" on the CLI).
 	Client string
-	// CommandLine is true when a person invoked the operation from lm's
-	// command line. Operations that would start arbitrary programs or ask
-	// questions on the terminal do so only then; MCP and HTTP callers leave
-	// it false.
-	CommandLine bool
+	// Caller is who made the call. Operations that would start arbitrary
+	// programs require a person; asking a question requires Caller.Terminal.
+	// Its zero value is the least trusted caller.
+	Caller Caller
 	// Progress reports progress of long work when the caller asked for it
 	// (MCP progress tokens); it may be nil.
 	Progress func(progress, total float64, message string)
