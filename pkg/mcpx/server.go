@@ -132,6 +132,9 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandle
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := base
 		env.Client = clientName(ctx, req)
+		if c, ok := op.CallerFrom(ctx); ok {
+			env.Caller = c
+		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
 			env.Progress = func(progress, total float64, message string) {

@@ -1,5 +1,7 @@
 package op
 
+import "context"
+
 // Role is how far a call's maker is trusted. The zero value is the least
 // trusted, so a face that forgets to say who is calling grants nothing.
 type Role int
@@ -46,3 +48,18 @@ func Person() Caller { return Caller{Role: RolePerson, Terminal: true} }
 
 // IsPerson reports whether the person made the call, on any face.
 func (c Caller) IsPerson() bool { return c.Role == RolePerson }
+
+type callerKey struct{}
+
+// WithCaller records on ctx who made a request, for faces that learn it
+// per request (the gateway, from the request's token) and hand the
+// request to code built once with a base Env (its MCP endpoints).
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller recorded on ctx by [WithCaller].
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
