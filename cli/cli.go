@@ -169,6 +169,9 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	return &op.Env{
 		Store:   st,
 		Home:    home,
+		Stdin:   a.streams.In,
+		Stdout:  a.streams.Out,
+		Environ: os.Environ(),
 		Stderr:  a.streams.Err,
 		Now:     time.Now,
 		Started: a.started,
