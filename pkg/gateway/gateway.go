@@ -116,12 +116,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
-	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Aggregate: mcpServer, Log: opts.Log}); err != nil {
+	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Environ: opts.Env.Environ, Aggregate: mcpServer, Log: opts.Log}); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
 	settings := s.servers.Settings()
-	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+	if s.enhance, err = enhance.New(opts.Env.Home, s.opts.Env.LookupEnv, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.handler = s.routes(mcpServer)

@@ -53,7 +53,7 @@ func start(t *testing.T, opts gateway.Options) *gw {
 func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 	t.Helper()
 	path := filepath.Join(home, "lm.db")
-	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
+	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, Environ: os.Environ()}
 	opts.Ops = registry.All()
 	opts.Version = "test"
 	if opts.KeepAlive == 0 {

@@ -74,8 +74,9 @@ func TestSpec002Protocol(t *testing.T) {
 	for _, tool := range tools["tools"].([]any) {
 		names[tool.(map[string]any)["name"].(string)] = true
 	}
-	if status != 200 || !names["queue_add"] || !names["servers_call"] || names["jobs_start"] {
-		t.Fatalf("GET /tools: %d, names %v (queue_add and servers_call served, the CLI-only jobs_start not)", status, names)
+	// Spec 002's clients are agents: the agent profile, nothing more.
+	if status != 200 || !names["get_user_request"] || !names["servers_call"] || names["queue_add"] || names["jobs_start"] {
+		t.Fatalf("GET /tools: %d, names %v (get_user_request and servers_call served; the person's queue_add and the CLI-only jobs_start not)", status, names)
 	}
 
 	stream := openSSE(t, g.url)
@@ -89,18 +90,23 @@ func TestSpec002Protocol(t *testing.T) {
 		t.Fatalf("connected event: named %q %v, plain %v", name, named, plain)
 	}
 
+	// Its clients are agents: the person's queue administration is
+	// refused, the agent profile runs.
 	body := `{"clientId":"` + id + `","tool":"queue_add","parameters":{"content":"from the web client"}}`
 	if status, out := g.do("POST", "/messages", body); status != 202 || out["requestId"] == "" {
 		t.Fatalf("POST /messages: %d %v", status, out)
 	}
+	if name, res := stream.next(); name != "tool_result" || res["success"] != false || res["error"].(map[string]any)["error_category"] != "denied" {
+		t.Fatalf("queue_add from an agent: %q %v", name, res)
+	}
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"servers_list","parameters":{}}`)
 	name, res := stream.next()
-	item, _ := res["result"].(map[string]any)["item"].(map[string]any)
-	if name != "tool_result" || res["success"] != true || item["content"] != "from the web client" {
+	if servers, _ := res["result"].(map[string]any)["servers"].([]any); name != "tool_result" || res["success"] != true || servers == nil {
 		t.Fatalf("tool_result: %q %v", name, res)
 	}
 
 	// invalid parameters come back as a failed tool_result with lm's envelope
-	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"queue_add","parameters":{"contnt":"x"}}`)
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"servers_list","parameters":{"contnt":"x"}}`)
 	if _, res := stream.next(); res["success"] != false || !strings.Contains(res["error"].(map[string]any)["error"].(string), "contnt") {
 		t.Fatalf("invalid parameters: %v", res)
 	}

@@ -146,11 +146,14 @@ func (e *Env) Getenv(key string) string {
 	return v
 }
 
-// LookupEnv returns the value of key in e.Environ and whether it is set;
-// the last setting wins, as with os/exec.
-func (e *Env) LookupEnv(key string) (string, bool) {
-	for i := len(e.Environ) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(e.Environ[i], "="); ok && k == key {
+// LookupEnv returns the value of key in e.Environ and whether it is set.
+func (e *Env) LookupEnv(key string) (string, bool) { return LookupEnv(e.Environ, key) }
+
+// LookupEnv returns the value of key in environ ("KEY=value" entries) and
+// whether it is set; the last setting wins, as with os/exec.
+func LookupEnv(environ []string, key string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {
 			return v, true
 		}
 	}

@@ -122,11 +122,11 @@ func (g Grant) operation(m Meta) bool {
 	return g.all || g.names[m.Name] || g.names[m.Group()]
 }
 
-// field grants a person-only field by name only (or with all): granting
-// an operation or its group lets agents call it, not steer it to a program
-// of their choosing.
-func (g Grant) field(m Meta, field string) bool {
-	return g.all || g.names[m.Name+"."+field]
+// Field reports whether agents may set a tool's person-only field. Only
+// naming the field (or all) grants it: granting an operation or its group
+// lets agents call it, not steer it to a program of their choosing.
+func (g Grant) Field(tool, field string) bool {
+	return g.all || g.names[tool+"."+field]
 }
 
 // Permitted reports whether c may call the operation at all, given the
@@ -143,7 +143,7 @@ func permitFields(m Meta, c Caller, g Grant, set, fields []string) error {
 		return nil
 	}
 	for _, f := range m.PersonFields {
-		if slices.Contains(set, f) && !(c.Role == RoleAgent && g.field(m, f)) {
+		if slices.Contains(set, f) && !(c.Role == RoleAgent && g.Field(m.Name, f)) {
 			return deniedField(m, c, f, fields)
 		}
 	}

@@ -226,7 +226,9 @@ func loadOp(home string) (*Config, error) {
 // Find returns the configured server named name with its ${env:NAME} and
 // ${secret:NAME} references resolved, for clients that start or reach it
 // themselves.
-func Find(ctx context.Context, home, name string) (*Server, error) {
+// The caller's environment (env.Environ) fills ${env:NAME}.
+func Find(ctx context.Context, env *op.Env, name string) (*Server, error) {
+	home := env.Home
 	cfg, err := loadOp(home)
 	if err != nil {
 		return nil, err
@@ -238,7 +240,7 @@ func Find(ctx context.Context, home, name string) (*Server, error) {
 	if !s.IsEnabled() {
 		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
 	}
-	r, _, err := s.Resolved(NewResolver(ctx, home))
+	r, _, err := s.Resolved(NewResolver(ctx, home, env.Environ))
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}
