@@ -165,7 +165,7 @@ func editText(env *op.Env, text string) (string, error) {
 	}
 	cmd := exec.Command("/bin/sh", "-c", editor+` "$1"`, "editor", f.Name())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stderr, env.Stderr
-	cmd.Env = env.Environ
+	cmd.Env = op.ChildEnv(env.Environ)
 	// The editor needs the terminal even when lm's output goes to a pipe.
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
 		defer tty.Close()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -219,7 +218,7 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		t = transport.NewStdioWithOptions(s.target.Command[0], s.target.Env, s.target.Command[1:],
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				child = exec.CommandContext(ctx, command, args...)
-				child.Env = append(slices.Clone(s.opts.Environ), env...)
+				child.Env = op.ChildEnv(s.opts.Environ, env...)
 				child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				return child, nil
 			}))

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
@@ -256,7 +255,7 @@ func gitFiles(ctx context.Context, dir string, environ []string) ([]string, bool
 		return nil, false
 	}
 	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
-	cmd.Env = slices.Clone(environ)
+	cmd.Env = op.ChildEnv(environ)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if cmd.Run() != nil {
@@ -281,7 +280,7 @@ func gitFiles(ctx context.Context, dir string, environ []string) ([]string, bool
 // above it, or GIT_DIR set in environ. Asking git costs a process start,
 // which would otherwise be paid for every tree outside a repository.
 func mayBeWorktree(dir string, environ []string) bool {
-	if slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "GIT_DIR=") && kv != "GIT_DIR=" }) {
+	if gitDir, _ := op.LookupEnv(environ, "GIT_DIR"); gitDir != "" {
 		return true
 	}
 	for {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"lmtool.dev/lm/pkg/op"
@@ -65,7 +64,7 @@ func openRepo(ctx context.Context, environ []string, dir string) (*repo, error) 
 // git runs git with args in the repository and returns its stdout.
 func (r *repo) git(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", r.dir}, args...)...)
-	cmd.Env = append(slices.Clone(r.environ), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	cmd.Env = op.ChildEnv(r.environ, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,7 +85,7 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	cmd := exec.Command(exe, "--store", env.Store.Path, "jobs", "supervise", j.ID)
 	cmd.Args[0] = "lm" // the multi-call name, whatever the file is called
 	cmd.Dir = j.Dir
-	cmd.Env = append(slices.Clone(env.Environ), "LM_HOME="+env.Home)
+	cmd.Env = op.ChildEnv(env.Environ, "LM_HOME="+env.Home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"syscall"
 	"time"
 
@@ -201,7 +200,7 @@ func waiting(j Job, now time.Time) bool {
 func startChild(env *op.Env, j Job) (*exec.Cmd, io.ReadCloser, error) {
 	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
 	cmd.Dir = j.Dir
-	cmd.Env = append(slices.Clone(env.Environ), j.Env...)
+	cmd.Env = op.ChildEnv(env.Environ, j.Env...)
 	if j.PTY {
 		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
 		if err != nil {

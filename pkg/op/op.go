@@ -111,8 +111,8 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer // diagnostics; handlers never write to stdout
 	// Environ is the environment the face was started with, as
-	// "KEY=value" (read it with Getenv; pass it on to the programs a
-	// handler starts). Nil is an empty environment.
+	// "KEY=value" (read it with Getenv; start programs with ChildEnv).
+	// Nil is an empty environment.
 	Environ []string
 	Now     func() time.Time
 	// Started is when the serving process started.
@@ -158,6 +158,14 @@ func LookupEnv(environ []string, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ChildEnv is the environment of a program started for a call: environ
+// (the caller's, op.Env.Environ) followed by extra. It is never nil,
+// because os/exec gives a program with a nil environment the serving
+// process's own.
+func ChildEnv(environ []string, extra ...string) []string {
+	return append(append(make([]string, 0, len(environ)+len(extra)), environ...), extra...)
 }
 
 // CanAsk reports whether a person can be asked a question now: the

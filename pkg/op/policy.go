@@ -102,22 +102,6 @@ func ParseGrant(names []string, ops []Operation) (Grant, error) {
 	return g, nil
 }
 
-// Empty reports whether the grant widens nothing.
-func (g Grant) Empty() bool { return !g.all && len(g.names) == 0 }
-
-// Names lists what the grant names, sorted, for logs and status.
-func (g Grant) Names() []string {
-	var out []string
-	if g.all {
-		out = append(out, GrantAll)
-	}
-	for n := range g.names {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func (g Grant) operation(m Meta) bool {
 	return g.all || g.names[m.Name] || g.names[m.Group()]
 }

@@ -140,7 +140,7 @@ func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
 	dir, _ := projectDir(in.Dir)
 	argv := t.WithArgs(in.Args)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, env.Environ
+	cmd.Dir, cmd.Env = dir, op.ChildEnv(env.Environ)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	// Ctrl-C reaches the task through the terminal's process group; lm
 	// waits for it to finish rather than killing it.

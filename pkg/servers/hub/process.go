@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"lmtool.dev/lm/pkg/op"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,7 +63,7 @@ func spawn(home string, environ []string, name string, s *servers.Server, scrub 
 		return nil, fmt.Errorf("start %s: %w", s.Command, err)
 	}
 	cmd := exec.Command("/bin/sh", append([]string{"-c", lifelineScript, s.Command, path}, s.Args...)...)
-	cmd.Env = slices.Clone(environ)
+	cmd.Env = op.ChildEnv(environ)
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
