@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
@@ -16,38 +15,42 @@ type Usage struct {
 	Written int64
 }
 
-// ticksPerSecond is the kernel's USER_HZ, the unit of /proc/PID/stat's
-// times; it is 100 on every Linux architecture lm builds for.
-const ticksPerSecond = 100
-
-// UsageOf reads pid's costs from /proc/PID/stat and /proc/PID/io. Reading
-// another user's io file needs privileges; lm reads its own children.
+// UsageOf reads pid's costs: CPU time from the scheduler's per-thread
+// counters (/proc/PID/task/*/schedstat, in nanoseconds: stat's clock ticks
+// of 10 ms are too coarse to tell a quiet wait from one wake-up a second),
+// bytes written from /proc/PID/io. Threads that have ended are not counted;
+// Go keeps its threads. Reading another user's io file needs privileges;
+// lm reads its own children.
 func UsageOf(pid int) (Usage, error) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid)
+	tasks, err := os.ReadDir(dir + "/task")
 	if err != nil {
 		return Usage{}, err
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	fields := strings.Fields(string(stat[i+1:]))
-	// After the command name: state is the 1st field, utime the 12th and
-	// stime the 13th.
-	if i < 0 || len(fields) < 13 {
-		return Usage{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	var u Usage
+	for _, task := range tasks {
+		data, err := os.ReadFile(dir + "/task/" + task.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended while we read
+		}
+		fields := strings.Fields(string(data))
+		if len(fields) == 0 {
+			return Usage{}, fmt.Errorf("%s/task/%s/schedstat: empty", dir, task.Name())
+		}
+		ns, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("%s/task/%s/schedstat: %w", dir, task.Name(), err)
+		}
+		u.CPU += time.Duration(ns)
 	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return Usage{}, fmt.Errorf("/proc/%d/stat: bad CPU times", pid)
-	}
-	u := Usage{CPU: time.Duration(utime+stime) * time.Second / ticksPerSecond}
-	io, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	io, err := os.ReadFile(dir + "/io")
 	if err != nil {
 		return Usage{}, err
 	}
 	for line := range strings.Lines(string(io)) {
 		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
 			if u.Written, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-				return Usage{}, fmt.Errorf("/proc/%d/io: %w", pid, err)
+				return Usage{}, fmt.Errorf("%s/io: %w", dir, err)
 			}
 		}
 	}
