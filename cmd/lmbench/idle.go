@@ -29,7 +29,7 @@ type waiter struct {
 func idleCost(lm string) error {
 	fmt.Println("## What waiting costs")
 	fmt.Println()
-	fmt.Printf("CPU time and bytes written to storage per minute of waiting with nothing to deliver (each path watched for %s after it settled, from /proc/PID/stat and /proc/PID/io; target < 10 ms and 0 bytes). The reference is a process asleep in `sleep`.\n\n", idleWindow)
+	fmt.Printf("CPU time and bytes written to storage per minute of waiting with nothing to deliver (each path watched for %s after it settled, CPU from the scheduler's per-thread counters in /proc/PID/task/*/schedstat, bytes from /proc/PID/io; target < 10 ms and 0 bytes). The reference is a process asleep in `sleep`.\n\n", idleWindow)
 	fmt.Println("| waiting path | CPU per minute | bytes written per minute |")
 	fmt.Println("|---|---|---|")
 	for _, w := range waiters() {
