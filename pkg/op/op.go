@@ -318,7 +318,7 @@ func (t *typed[In, Out]) decode(raw json.RawMessage, env *Env) (In, error) {
 	if err := checkShape(t.in, obj); err != nil {
 		return in, err
 	}
-	if err := permitFields(t.meta, env.Caller, env.Grant, setFields(obj), FieldNames(t.in)); err != nil {
+	if err := permitFields(t.meta, env.Caller, env.Grant, obj, t.in); err != nil {
 		return in, err
 	}
 	if err := t.resolved.Validate(normalizeNumbers(generic)); err != nil {

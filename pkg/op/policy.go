@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // Access is who may call an operation, declared in [Meta.Callers]. Trust is
@@ -120,15 +122,17 @@ func Permitted(m Meta, c Caller, g Grant) bool {
 	return m.Callers.admits(c.Role) || (c.Role == RoleAgent && g.operation(m))
 }
 
-// permitFields checks the person-only fields a call sets; fields are the
-// operation's input fields, for the refusal's list of what is open.
-func permitFields(m Meta, c Caller, g Grant, set, fields []string) error {
+// permitFields checks the person-only fields the input obj sets; a field
+// set to false, 0, "", [], {} or null is not set, so a client that sends
+// every field with its default is not refused. The schema lists, in a
+// refusal, the fields that are open.
+func permitFields(m Meta, c Caller, g Grant, obj map[string]any, schema *jsonschema.Schema) error {
 	if c.Role == RolePerson {
 		return nil
 	}
 	for _, f := range m.PersonFields {
-		if slices.Contains(set, f) && !(c.Role == RoleAgent && g.Field(m.Name, f)) {
-			return deniedField(m, c, f, fields)
+		if v, ok := obj[f]; ok && !zeroJSON(v) && !(c.Role == RoleAgent && g.Field(m.Name, f)) {
+			return deniedField(m, c, f, FieldNames(schema))
 		}
 	}
 	return nil
@@ -175,19 +179,6 @@ func (a Access) who() string {
 	default:
 		return "the person only"
 	}
-}
-
-// setFields lists the top-level fields obj sets to something other than
-// their zero value: false, 0, "", [], {} and null leave a field unset, so
-// a client that sends every field with defaults is not refused.
-func setFields(obj map[string]any) []string {
-	var set []string
-	for k, v := range obj {
-		if !zeroJSON(v) {
-			set = append(set, k)
-		}
-	}
-	return set
 }
 
 func zeroJSON(v any) bool {
