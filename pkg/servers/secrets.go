@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"lmtool.dev/lm/pkg/op"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/privatefile"
 	"lmtool.dev/lm/pkg/servers/keyring"
 )

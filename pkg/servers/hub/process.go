@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"lmtool.dev/lm/pkg/op"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
 
