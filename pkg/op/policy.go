@@ -1,6 +1,7 @@
 package op
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -155,7 +156,7 @@ func deniedField(m Meta, c Caller, field string, fields []string) *Error {
 	}
 	hint := "leave it out"
 	if len(open) > 0 {
-		hint += "; fields " + c.Role.String() + "s may set: " + strings.Join(open, ", ")
+		hint += "; the other fields are open: " + strings.Join(open, ", ")
 	}
 	err := Errorf(KindDenied, "%s may not set %q of %s: only the person may", c, field, m.Name)
 	if c.Role == RoleAnonymous {
@@ -193,8 +194,11 @@ func zeroJSON(v any) bool {
 		return len(v) == 0
 	case map[string]any:
 		return len(v) == 0
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
 	default:
-		return fmt.Sprint(v) == "0"
+		return false
 	}
 }
 

@@ -11,6 +11,7 @@ type launchIn struct {
 	Server  string   `json:"server,omitempty"`
 	Command []string `json:"command,omitempty"`
 	Yes     bool     `json:"yes,omitempty"`
+	Times   float64  `json:"times,omitempty"`
 }
 
 type launchOut struct {
@@ -28,7 +29,7 @@ func policyOps(ran map[string]bool) []Operation {
 	}
 	return []Operation{
 		New(Meta{Name: "demo_call", Path: []string{"demo", "call"}, Summary: "Call",
-			Callers: Agents, PersonFields: []string{"command", "yes"}}, run("demo_call")),
+			Callers: Agents, PersonFields: []string{"command", "yes", "times"}}, run("demo_call")),
 		New(Meta{Name: "demo_admin", Path: []string{"demo", "admin"}, Summary: "Administer",
 			Callers: PersonOnly}, run("demo_admin")),
 		New(Meta{Name: "other_admin", Path: []string{"other", "admin"}, Summary: "Administer another",
@@ -50,6 +51,8 @@ func TestPolicy(t *testing.T) {
 		{"person sets person-only fields", Person(), nil, "demo_call", `{"command":["x"],"yes":true}`, ""},
 		{"agent calls its profile", agent, nil, "demo_call", `{"server":"s"}`, ""},
 		{"agent leaves person-only fields at zero", agent, nil, "demo_call", `{"server":"s","command":[],"yes":false}`, ""},
+		{"agent sets a number field to zero", agent, nil, "demo_call", `{"server":"s","times":0.0}`, ""},
+		{"agent sets a person-only number", agent, nil, "demo_call", `{"times":2}`, `may not set "times"`},
 		{"agent refused administration", agent, nil, "demo_admin", `{}`, `agent "claude" may not call demo_admin: it is open to the person only`},
 		{"agent refused a command", agent, nil, "demo_call", `{"command":["/bin/sh"]}`, `agent "claude" may not set "command" of demo_call`},
 		{"agent refused an approval", Caller{Role: RoleAgent}, nil, "demo_call", `{"yes":true}`, `an agent may not set "yes" of demo_call`},
@@ -103,7 +106,7 @@ func TestDeniedSaysWhatWouldBeAllowed(t *testing.T) {
 	ops := policyOps(map[string]bool{})
 	_, err := ops[0].Call(context.Background(), &Env{Caller: Caller{Role: RoleAgent}}, json.RawMessage(`{"command":["x"]}`))
 	hint := EnvelopeOf(err).Suggestion
-	for _, want := range []string{"fields agents may set: server", "lm mcp --allow demo_call.command"} {
+	for _, want := range []string{"the other fields are open: server", "lm mcp --allow demo_call.command"} {
 		if !strings.Contains(hint, want) {
 			t.Errorf("hint %q lacks %q", hint, want)
 		}
