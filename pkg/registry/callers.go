@@ -31,6 +31,10 @@ not call are left out of its ` + "`tools/list`" + ` (and spec 002's ` + "`/tools
 caller's choosing, a way out of a confinement, an approval. An agent that sets one (to anything but false, 0, "" or
 empty) is refused.
 
+Where the faces differ for the person: a stdio ` + "`command`" + ` is started from lm's command line only, never from
+the page, and ` + "`servers_ask`" + ` runs a call only after a person approves it on lm's terminal (` + "`--yes`" + ` there);
+over HTTP and MCP it only proposes (` + "`dry_run`" + `). Neither HTTP nor MCP ever waits on the gateway's terminal.
+
 ## Widening the agent profile
 
 The person decides at launch, on the command line they control — never the agent:
