@@ -33,7 +33,7 @@ empty) is refused.
 
 Where the faces differ for the person: a stdio ` + "`command`" + ` is started from lm's command line only, never from
 the page, and ` + "`servers_ask`" + ` runs a call only after a person approves it on lm's terminal (` + "`--yes`" + ` there);
-over HTTP and MCP it only proposes (` + "`dry_run`" + `). Neither HTTP nor MCP ever waits on the gateway's terminal.
+over HTTP and MCP it only proposes (` + "`dry_run`" + `) unless the person granted ` + "`servers_ask.yes`" + ` at launch. Neither HTTP nor MCP ever waits on the gateway's terminal.
 
 ## Widening the agent profile
 
