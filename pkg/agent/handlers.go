@@ -47,11 +47,13 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 	return Connect(ctx, t, OptionsFromEnv(env))
 }
 
-// mayStartCommand reports whether the caller may start a program of its
-// choosing: lm's command line may, and an agent whose person allowed it
-// at launch (the callers' policy admits a "command" from an agent only
-// then). A request over HTTP never may, not even the page's: a browser
-// must not be a way to run programs.
+// mayStartCommand reports whether the caller may start a stdio command:
+// lm's command line may; an agent may only where the person allowed it at
+// launch, which the callers' policy has checked before the handler runs (a
+// command in the input needs --allow TOOL.command, a saved favourite or
+// history entry — the person's own choice — needs --allow of the operation
+// that runs it). A request over HTTP never may, not even the page's: a
+// browser must not be a way to run programs.
 func mayStartCommand(env *op.Env) bool {
 	return env.Caller.Terminal || env.Caller.Role == op.RoleAgent
 }
