@@ -11,6 +11,8 @@ import (
 
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -211,5 +213,42 @@ func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
 	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"everything__get-sum","parameters":{"a":"one"}}`)
 	if _, res := stream.next(); res["success"] != false || res["error"].(map[string]any)["error_category"] != "tool_error" {
 		t.Fatalf("failed tool_result: %v", res)
+	}
+}
+
+// TestSpec002MessagesEnforceTheCallersPolicy: spec 002's clients are
+// agents, so every operation POST /messages can name is allowed or denied
+// as it declares for agents. The probes carry an unknown field: an admitted
+// call fails validation and runs nothing, a refused one fails before it.
+func TestSpec002MessagesEnforceTheCallersPolicy(t *testing.T) {
+	g := start(t, gateway.Options{})
+	stream := openSSE(t, g.url)
+	_, connected := stream.next()
+	stream.next()
+	id := connected["clientId"].(string)
+	want := map[string]bool{} // tool → admitted
+	for _, o := range registry.All() {
+		m := o.Info()
+		if m.CLIOnly || m.Stream {
+			continue
+		}
+		want[m.Name] = m.Callers == op.Agents || m.Callers == op.Anyone
+		body := `{"clientId":"` + id + `","tool":"` + m.Name + `","requestId":"` + m.Name + `","parameters":{"__probe":1}}`
+		if status, out := g.do("POST", "/messages", body); status != 202 {
+			t.Fatalf("POST /messages %s: %d %v", m.Name, status, out)
+		}
+	}
+	for range want {
+		_, res := stream.next()
+		tool, _ := res["requestId"].(string)
+		e, _ := res["error"].(map[string]any)
+		switch {
+		case res["success"] != false || e == nil:
+			t.Errorf("%s: a probe with an unknown field succeeded: %v", tool, res)
+		case want[tool] && (e["error_category"] != "invalid_input" || !strings.Contains(e["error"].(string), "__probe")):
+			t.Errorf("%s: open to agents, so the call must reach validation: %v", tool, e)
+		case !want[tool] && (e["error_category"] != "denied" || e["exit_code"] != 5.0 || !strings.Contains(e["error"].(string), "an agent may not call")):
+			t.Errorf("%s: the person's, so an agent must be denied: %v", tool, e)
+		}
 	}
 }
