@@ -187,7 +187,7 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		read, err := dependencies(ctx, env, in, root, files, results)
 		return results, read, err
 	}
-	got, read, err := process(ctx, env, in, files)
+	got, read, err := process(ctx, env, in, root, files)
 	for i, f := range files {
 		results[f.Name] = got[i]
 	}
@@ -206,7 +206,7 @@ type job struct {
 // process answers the task for files: read and hash in parallel, look the
 // hashes up in the cache in one transaction, compute the misses in
 // parallel, and store them in one transaction.
-func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileResult, int64, error) {
+func process(ctx context.Context, env *op.Env, in Input, root *Root, files []File) ([]FileResult, int64, error) {
 	jobs := make([]job, len(files))
 	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
 	taskKey := cacheTaskKey(in)
@@ -258,7 +258,11 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	}
 	parallel(ctx, len(jobs), func(i int) {
 		if j := &jobs[i]; !j.done {
-			j.result = answer(in, j.file.Path, j.content)
+			var followed bool
+			j.result, followed = answer(in, root, j.file.Path, j.content)
+			if followed {
+				j.key = "" // the answer depends on other files: not cached by this one's content
+			}
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -276,20 +280,27 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	return out, read, nil
 }
 
-// answer computes one file's result for the task.
-func answer(in Input, path string, content []byte) FileResult {
+// answer computes one file's result for the task, and whether it followed
+// star re-exports into other files.
+func answer(in Input, root *Root, path string, content []byte) (FileResult, bool) {
 	if in.TaskType == "frontmatter" {
-		return frontmatterResult(content, in.Fields)
+		return frontmatterResult(content, in.Fields), false
 	}
 	lang := LanguageOf(path) // supported: process checked
-	syms, err := Scan(lang, content)
+	var syms *Symbols
+	var followed bool
+	var err error
+	if in.TaskType == "exports" || in.TaskType == "structure" {
+		syms, followed, err = root.ScanFile(path, content)
+	} else {
+		syms, err = Scan(lang, content)
+	}
 	if err != nil {
 		r := failed("parse_error", err)
 		r.Language = lang
-		return r
+		return r, false
 	}
-	r := FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}
-	return r
+	return FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}, followed
 }
 
 // DefaultMaxFileBytes is the size past which a file is skipped as too large.
@@ -386,7 +397,7 @@ func parallel(ctx context.Context, n int, fn func(i int)) {
 }
 
 // cacheVersion changes whenever a task's output for the same input would.
-const cacheVersion = "extract/1"
+const cacheVersion = "extract/2"
 
 func cacheTaskKey(in Input) string {
 	opts, _ := json.Marshal(struct {

@@ -226,6 +226,7 @@ type fileCache struct {
 }
 
 type cached struct {
+	path    string
 	size    int64 // -1 when the file does not exist (or is outside the root)
 	content []byte
 	err     *Result
@@ -258,7 +259,7 @@ func (fc *fileCache) get(name string) *cached {
 		}
 		return e
 	}
-	e.content = content
+	e.path, e.content = path, content
 	fc.read += int64(len(content))
 	return e
 }
@@ -304,11 +305,10 @@ func (fc *fileCache) check(c Check) Result {
 // symbolCheck judges exports and imports from the file's scanned symbols.
 func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
 	if e.symbols == nil && e.scanErr == nil {
-		lang := extract.LanguageOf(c.File)
-		if lang == "" {
+		if extract.LanguageOf(c.File) == "" {
 			e.scanErr = fmt.Errorf("unsupported language for %s", c.File)
 		} else {
-			e.symbols, e.scanErr = extract.Scan(lang, e.content)
+			e.symbols, _, e.scanErr = fc.root.ScanFile(e.path, e.content)
 		}
 	}
 	if e.scanErr != nil {
@@ -317,7 +317,8 @@ func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
 	v := c.Condition.Value
 	if c.Condition.Type == "exports" {
 		if slices.Contains(*e.symbols.Exports, v) {
-			return Result{Status: "pass", Evidence: declarationEvidence(e.content, v)}
+			// the declaration, or the list or star that exports it
+			return Result{Status: "pass", Evidence: lineEvidence(e.content, e.symbols.ExportLine(v))}
 		}
 		return Result{Status: "fail", Evidence: "not found",
 			Reason: fmt.Sprintf("%s does not export %s (exports: %s)", c.File, v, strings.Join(*e.symbols.Exports, ", "))}
@@ -345,17 +346,4 @@ func lineEvidence(content []byte, line int) string {
 		text = text[:200] + "…"
 	}
 	return fmt.Sprintf("line %d: %s", line, text)
-}
-
-// declarationEvidence points at the first line that mentions an exported
-// name, which is where it is declared or listed for export.
-func declarationEvidence(content []byte, name string) string {
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
-	if name == "default" {
-		re = regexp.MustCompile(`export\s+default|module\.exports\s*=`)
-	}
-	if loc := re.FindIndex(content); loc != nil {
-		return evidence(content, loc[0])
-	}
-	return "exported"
 }
