@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -58,10 +59,10 @@ const (
 // durations) over the defaults.
 func OptionsFromEnv(status io.Writer) Options {
 	o := Options{Status: status}
-	if d, err := time.ParseDuration(os.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
+	if d, err := duration.Parse(os.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
 		o.Backoff = d
 	}
-	if d, err := time.ParseDuration(os.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
+	if d, err := duration.Parse(os.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
 		o.Heartbeat = d
 	}
 	return o.withDefaults()

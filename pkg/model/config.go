@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/config"
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -43,14 +44,14 @@ const (
 	DefaultConfidenceThreshold = 0.7
 )
 
-// Duration is a time.Duration written as a Go duration string ("30s").
+// Duration is a time.Duration written as lm writes durations ("30s", "2m").
 type Duration time.Duration
 
 // UnmarshalText parses "30s", "2m", "1500ms".
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := duration.Parse(string(b))
 	if err != nil {
-		return fmt.Errorf("timeout %q: want a duration such as \"30s\"", b)
+		return fmt.Errorf("timeout %q: want %s", b, duration.Forms)
 	}
 	*d = Duration(v)
 	return nil
