@@ -92,11 +92,11 @@ type Output = envelope.Result[Data]
 // Generate renders the template and, with output_path, writes the file.
 func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if in.List {
-		l, err := List(ctx, env, ListInput{Root: in.Root})
+		templates, err := catalogue(env, in.Root)
 		if err != nil {
 			return Output{}, err
 		}
-		return envelope.OK(Data{Unused: []string{}, Templates: l.Templates}, 0), nil
+		return envelope.OK(Data{Unused: []string{}, Templates: templates}, 0), nil
 	}
 	root, err := extract.NewRoot(in.Root, false)
 	if err != nil {
@@ -359,22 +359,24 @@ type Listed struct {
 	Error       string   `json:"error,omitempty" jsonschema:"why the template cannot be used"`
 }
 
-// ListOutput is generate_list's answer.
-type ListOutput struct {
-	Templates []Listed `json:"templates"`
+// List is generate_list (lm generate list): the same answer as
+// local_generate with list (lm generate --list), the templates in
+// data.templates, so both spellings give one shape.
+func List(ctx context.Context, env *op.Env, in ListInput) (Output, error) {
+	return Generate(ctx, env, Input{List: true, Root: in.Root})
 }
 
-// List shows every template by name with its origin and variables.
-func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
-	root, err := extract.NewRoot(in.Root, false)
+// catalogue is every template by name with its origin and variables.
+func catalogue(env *op.Env, rootDir string) ([]Listed, error) {
+	root, err := extract.NewRoot(rootDir, false)
 	if err != nil {
-		return ListOutput{}, err
+		return nil, err
 	}
 	all, err := newCatalog(root.Dir, env.Home).All()
 	if err != nil {
-		return ListOutput{}, err
+		return nil, err
 	}
-	out := ListOutput{Templates: []Listed{}}
+	templates := []Listed{}
 	for _, s := range all {
 		l := Listed{Source: s, Variables: []string{}}
 		if t, _, err := s.Load(); err != nil {
@@ -382,7 +384,7 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 		} else {
 			l.Description, l.Variables = t.Description, t.Variables()
 		}
-		out.Templates = append(out.Templates, l)
+		templates = append(templates, l)
 	}
-	return out, nil
+	return templates, nil
 }
