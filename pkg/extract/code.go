@@ -146,6 +146,29 @@ func (s *Symbols) Only(task string) *Symbols {
 	return s
 }
 
+// names is the task's list as names: exports, the modules imported, the
+// functions' and the types' names.
+func (s *Symbols) names(task string) []string {
+	out := []string{}
+	switch task {
+	case "exports":
+		out = append(out, *s.Exports...)
+	case "imports":
+		for _, im := range *s.Imports {
+			out = append(out, im.From)
+		}
+	case "functions":
+		for _, f := range *s.Functions {
+			out = append(out, f.Name)
+		}
+	case "types":
+		for _, t := range *s.Types {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
 // lineAt is the 1-based line of offset off in src.
 func lineAt(src []byte, off int) int {
 	return 1 + strings.Count(string(src[:off]), "\n")

@@ -57,10 +57,11 @@ func TestSplitFrontmatter(t *testing.T) {
 
 func TestFrontmatterResultMissingFieldsAreNull(t *testing.T) {
 	r := frontmatterResult([]byte("---\nwave: 2\n---\n"), []string{"wave", "absent"})
-	if !r.Found || r.Data["wave"] != 2 || r.Data["absent"] != nil || !slices.Equal(r.LineNumbers, []int{2}) {
+	data := r.Data.(map[string]any)
+	if !r.Found || data["wave"] != 2 || data["absent"] != nil || !slices.Equal(r.LineNumbers, []int{2}) {
 		t.Errorf("result = %+v", r)
 	}
-	if _, ok := r.Data["absent"]; !ok {
+	if _, ok := data["absent"]; !ok {
 		t.Error("a missing field must be present as null")
 	}
 }

@@ -42,6 +42,7 @@ type Input struct {
 	Force         bool           `json:"force,omitempty" jsonschema:"overwrite output_path if it exists"`
 	Root          string         `json:"root,omitempty" jsonschema:"the project root: .lm/templates and output_path resolve under it (default: the current directory)"`
 	List          bool           `json:"list,omitempty" jsonschema:"list the templates there are, with their origin and variables, in data.templates instead of rendering one"`
+	envelope.Request
 }
 
 // RefineSchema lists the task types.
@@ -53,6 +54,9 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 
 // Validate checks that the template comes from exactly one place.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	if in.List {
 		if in.Template != "" || in.TemplateFile != "" || in.OutputPath != "" {
 			return op.Errorf(op.KindInvalid, "list takes no template and no output_path: it lists the templates there are")
@@ -96,7 +100,11 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if err != nil {
 			return Output{}, err
 		}
-		return envelope.OK(Data{Unused: []string{}, Templates: templates}, 0), nil
+		d := Data{Unused: []string{}, Templates: templates}
+		if err := in.Conform(d); err != nil {
+			return Output{}, err
+		}
+		return envelope.OK(d, 0), nil
 	}
 	root, err := extract.NewRoot(in.Root, false)
 	if err != nil {
@@ -131,11 +139,22 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if err := ctx.Err(); err != nil {
 			return Output{}, err
 		}
+		// the answer as it will be is checked before the file is written
+		written := d
+		written.Written, written.Path = true, filepath.Join(root.Dir, in.OutputPath)
+		if filepath.IsAbs(in.OutputPath) {
+			written.Path = filepath.Clean(in.OutputPath)
+		}
+		if err := in.Conform(written); err != nil {
+			return Output{}, err
+		}
 		path, err := writeFile(root, in.OutputPath, []byte(d.Content), in.Force)
 		if err != nil {
 			return Output{}, err
 		}
 		d.Written, d.Path = true, path
+	} else if err := in.Conform(d); err != nil {
+		return Output{}, err
 	}
 	return envelope.OK(d, read), nil
 }

@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"lmtool.dev/lm/pkg/config"
@@ -18,7 +20,9 @@ const (
 )
 
 // Config is the [model] table of $LM_HOME/config.toml, after the
-// environment's overrides (LM_MODEL_PROVIDER, LM_MODEL_URL, LM_MODEL).
+// environment's overrides (LM_MODEL_PROVIDER, LM_MODEL_URL, LM_MODEL) and
+// Ollama's own variables where those leave a gap (OLLAMA_MODEL,
+// OLLAMA_HOST).
 // The model is off until a model name is set.
 type Config struct {
 	Provider            string   `toml:"provider"`
@@ -79,17 +83,74 @@ func Load(home string) (Config, error) {
 			WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
 	}
 	for env, field := range map[string]*string{"LM_MODEL_PROVIDER": &cfg.Provider, "LM_MODEL_URL": &cfg.URL, "LM_MODEL": &cfg.Model} {
-		if v, ok := os.LookupEnv(env); ok {
+		if v, ok := lookupEnv(env); ok {
 			*field = v
 			cfg.Source = path + " and the environment"
 		}
 	}
-	cfg.APIKey = os.Getenv("LM_MODEL_API_KEY")
+	cfg.APIKey, _ = lookupEnv("LM_MODEL_API_KEY")
+	cfg.applyOllamaEnv()
 	cfg.applyDefaults()
 	if err := cfg.check(); err != nil {
 		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)
 	}
 	return cfg, nil
+}
+
+// lookupEnv is the one place this package reads the environment.
+var lookupEnv = os.LookupEnv
+
+// applyOllamaEnv falls back on Ollama's own variables, read after lm's
+// settings and only where those leave a gap: OLLAMA_MODEL (used by
+// Ollama-based tools) names the model, OLLAMA_HOST the server, as the
+// ollama command reads it.
+func (c *Config) applyOllamaEnv() {
+	if v, ok := lookupEnv("OLLAMA_MODEL"); ok && c.Model == "" && strings.TrimSpace(v) != "" {
+		c.Model = strings.TrimSpace(v)
+		c.Source += " and OLLAMA_MODEL"
+	}
+	if v, ok := lookupEnv("OLLAMA_HOST"); ok && c.URL == "" && c.Provider == Ollama && strings.TrimSpace(v) != "" {
+		c.URL = ollamaHost(v)
+		c.Source += " and OLLAMA_HOST"
+	}
+}
+
+// ollamaHost reads OLLAMA_HOST as Ollama does: [scheme://]host[:port][/path],
+// the scheme http by default, the port 11434 without a scheme (80 or 443
+// with one), the host 127.0.0.1 when only a port is given.
+func ollamaHost(s string) string {
+	s = strings.Trim(strings.TrimSpace(s), `"'`)
+	port := "11434"
+	scheme, hostport, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
+		scheme, hostport = "http", s
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	}
+	hostport, path, _ := strings.Cut(hostport, "/")
+	host, p, err := net.SplitHostPort(hostport)
+	switch {
+	case err != nil:
+		host = "127.0.0.1"
+		if ip := net.ParseIP(strings.Trim(hostport, "[]")); ip != nil {
+			host = ip.String()
+		} else if hostport != "" {
+			host = hostport
+		}
+	case p != "":
+		port = p
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}
+	if path != "" {
+		u.Path = "/" + path
+	}
+	return u.String()
 }
 
 // applyDefaults fills in what depends on other settings.

@@ -31,6 +31,7 @@ type Input struct {
 	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
 	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
 	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty" jsonschema:"check files outside root too"`
+	envelope.Request
 }
 
 // Check is one requirement.
@@ -61,6 +62,9 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 // entry, so a malformed checklist is rejected (exit 2) before any file is
 // read.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	sources := 0
 	for _, set := range []bool{len(in.Checks) > 0, in.ChecksFile != "", strings.TrimSpace(in.Checklist) != ""} {
 		if set {
@@ -207,6 +211,9 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 			d.Errors++
 		}
 		d.Results = append(d.Results, r)
+	}
+	if err := in.Conform(d); err != nil {
+		return Output{}, err
 	}
 	out := envelope.OK(d, files.read)
 	if semantic != nil {
