@@ -33,3 +33,21 @@ func TestField(t *testing.T) {
 		t.Errorf("error = %+v", e)
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"90s", "1d12h", "1.5w", "-1h", ".5d", "1e3d", "9999999999w", "dd", "1d1d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("Parse(%q) = %v: negative", s, d)
+		}
+		if again, err := Parse(d.String()); err != nil || again != d {
+			t.Fatalf("Parse(%q) = %v, which reads back as %v, %v", s, d, again, err)
+		}
+	})
+}
