@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -74,7 +73,8 @@ func ConfigPath(home string) string { return config.Path(home) }
 // table means no model), applies the environment's overrides and defaults,
 // and checks the result. Keys this package does not know inside [model]
 // are errors; other tables belong to other parts of lm and are left alone.
-func Load(home string) (Config, error) {
+// lookupEnv reads the caller's environment (op.Env.LookupEnv).
+func Load(home string, lookupEnv func(string) (string, bool)) (Config, error) {
 	path := ConfigPath(home)
 	cfg := Config{Provider: Ollama, Timeout: Duration(DefaultTimeout), MaxRetries: DefaultMaxRetries,
 		ConfidenceThreshold: DefaultConfidenceThreshold, Source: path}
@@ -89,7 +89,7 @@ func Load(home string) (Config, error) {
 		}
 	}
 	cfg.APIKey, _ = lookupEnv("LM_MODEL_API_KEY")
-	cfg.applyOllamaEnv()
+	cfg.applyOllamaEnv(lookupEnv)
 	cfg.applyDefaults()
 	if err := cfg.check(); err != nil {
 		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)
@@ -97,14 +97,11 @@ func Load(home string) (Config, error) {
 	return cfg, nil
 }
 
-// lookupEnv is the one place this package reads the environment.
-var lookupEnv = os.LookupEnv
-
 // applyOllamaEnv falls back on Ollama's own variables, read after lm's
 // settings and only where those leave a gap: OLLAMA_MODEL (used by
 // Ollama-based tools) names the model, OLLAMA_HOST the server, as the
 // ollama command reads it.
-func (c *Config) applyOllamaEnv() {
+func (c *Config) applyOllamaEnv(lookupEnv func(string) (string, bool)) {
 	if v, ok := lookupEnv("OLLAMA_MODEL"); ok && c.Model == "" && strings.TrimSpace(v) != "" {
 		c.Model = strings.TrimSpace(v)
 		c.Source += " and OLLAMA_MODEL"

@@ -26,7 +26,7 @@ func home(t *testing.T, config string) string {
 }
 
 func TestLoadIsOffByDefault(t *testing.T) {
-	cfg, err := Load(home(t, ""))
+	cfg, err := Load(home(t, ""), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ timeout = "1500ms"
 max_retries = 0
 confidence_threshold = 0.9
 `)
-	cfg, err := Load(h)
+	cfg, err := Load(h, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEnvironmentOverridesTheFile(t *testing.T) {
 	t.Setenv("LM_MODEL", "b")
 	t.Setenv("LM_MODEL_URL", "http://127.0.0.1:2")
 	t.Setenv("LM_MODEL_API_KEY", "secret")
-	cfg, err := Load(h)
+	cfg, err := Load(h, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestLoadRejectsBadSettings(t *testing.T) {
 		{"[model]\nconfidence_threshold = 1.5\n", "confidence_threshold must be between 0 and 1"},
 		{"[model\n", "line 1"},
 	} {
-		_, err := Load(home(t, tc.config))
+		_, err := Load(home(t, tc.config), os.LookupEnv)
 		if op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.config, err, tc.want)
 		}
@@ -98,13 +98,13 @@ func TestOllamaEnvironmentIsAFallback(t *testing.T) {
 	h := home(t, "")
 	t.Setenv("OLLAMA_MODEL", "llama3.2")
 	t.Setenv("OLLAMA_HOST", "0.0.0.0:9999")
-	cfg, err := Load(h)
+	cfg, err := Load(h, os.LookupEnv)
 	if err != nil || cfg.Model != "llama3.2" || cfg.URL != "http://0.0.0.0:9999" || !strings.Contains(cfg.Source, "OLLAMA_HOST") {
 		t.Fatalf("from OLLAMA_*: %+v, %v", cfg, err)
 	}
 	t.Setenv("LM_MODEL", "qwen")
 	t.Setenv("LM_MODEL_URL", "http://127.0.0.1:1234")
-	if cfg, _ := Load(h); cfg.Model != "qwen" || cfg.URL != "http://127.0.0.1:1234" {
+	if cfg, _ := Load(h, os.LookupEnv); cfg.Model != "qwen" || cfg.URL != "http://127.0.0.1:1234" {
 		t.Errorf("LM_* must win: %+v", cfg)
 	}
 	os.Unsetenv("LM_MODEL")
@@ -112,13 +112,13 @@ func TestOllamaEnvironmentIsAFallback(t *testing.T) {
 	h = home(t, "[model]\nmodel = \"mistral\"\nurl = \"http://10.0.0.2:11434\"\n")
 	t.Setenv("OLLAMA_MODEL", "llama3.2")
 	t.Setenv("OLLAMA_HOST", "example.com")
-	if cfg, _ := Load(h); cfg.Model != "mistral" || cfg.URL != "http://10.0.0.2:11434" {
+	if cfg, _ := Load(h, os.LookupEnv); cfg.Model != "mistral" || cfg.URL != "http://10.0.0.2:11434" {
 		t.Errorf("config.toml must win: %+v", cfg)
 	}
 	h = home(t, "[model]\nprovider = \"openai\"\nurl = \"http://127.0.0.1:8080/v1\"\n")
 	t.Setenv("OLLAMA_MODEL", "llama3.2")
 	t.Setenv("OLLAMA_HOST", "example.com")
-	if cfg, _ := Load(h); cfg.Model != "llama3.2" || cfg.URL != "http://127.0.0.1:8080/v1" {
+	if cfg, _ := Load(h, os.LookupEnv); cfg.Model != "llama3.2" || cfg.URL != "http://127.0.0.1:8080/v1" {
 		t.Errorf("OLLAMA_HOST is not an OpenAI-compatible server's address: %+v", cfg)
 	}
 }
