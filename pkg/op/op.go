@@ -99,6 +99,11 @@ type Env struct {
 	// programs require a person; asking a question requires Caller.Terminal.
 	// Its zero value is the least trusted caller.
 	Caller Caller
+	// Roots are the directories a caller other than the person is confined
+	// to (an agent's: its MCP client's roots, else where lm started, else the
+	// person's --root). Paths such a caller names resolve beneath them; with
+	// none, it reaches no files. The person is not confined by them.
+	Roots []string
 	// Progress reports progress of long work when the caller asked for it
 	// (MCP progress tokens); it may be nil.
 	Progress func(progress, total float64, message string)

@@ -67,7 +67,7 @@ func runSemantic(t *testing.T, url, modelName string, checks ...Check) Output {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir()}, in)
+	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir(), Caller: op.Person()}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
