@@ -20,9 +20,12 @@ func (a *app) mcpCommand() *ucli.Command {
 		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; logs go to stderr. " +
 			"It needs nothing in the environment but HOME (or LM_HOME / --store), which every MCP client passes. " +
 			"It ends cleanly at the end of stdin.\n\n" +
+			"Agents work beneath their roots: those their MCP client declares (roots/list, followed when they change), " +
+			"else --root DIR, else the directory lm mcp starts in. A root an agent names may only narrow them.\n\n" +
 			"Claude Code (.mcp.json):  {\"mcpServers\": {\"lm\": {\"command\": \"lm\", \"args\": [\"mcp\"]}}}",
 		Flags: []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
+			rootFlag(),
 			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
@@ -47,6 +50,9 @@ func (a *app) mcpCommand() *ucli.Command {
 			// Whoever speaks on lm mcp's stdin is an agent, whatever
 			// started it.
 			env.Caller = op.Caller{Role: op.RoleAgent}
+			if env.Roots, err = agentRoots(cmd); err != nil {
+				return &commandError{cmd: "mcp", err: err}
+			}
 			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}

@@ -25,7 +25,9 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 	"call get_user_request again instead of ending your session."
 
 // NewServer builds an MCP server exposing ops. base is copied for every
-// call, with the client's name and progress reporting filled in. Only, when
+// call, with the client's name and progress reporting filled in, and, for a
+// caller other than the person, the roots its client declares (base.Roots
+// when it declares none). Only, when
 // not empty, limits the tools to those groups. Options are applied after
 // the defaults (the gateway's hub advertises listChanged, for one).
 func NewServer(ops []op.Operation, base op.Env, version string, only []string, options ...server.ServerOption) (*server.MCPServer, error) {
@@ -39,6 +41,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
+	roots := followRoots(s)
 	for _, o := range ops {
 		m := o.Info()
 		if m.CLIOnly || m.Stream || (len(only) > 0 && !slices.Contains(only, m.Group())) {
@@ -48,7 +51,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		if err != nil {
 			return nil, err
 		}
-		s.AddTool(tool, handler(s, o, base))
+		s.AddTool(tool, handler(s, o, base, roots))
 	}
 	for _, r := range registry.Resources() {
 		if len(only) > 0 && !slices.Contains(only, r.Group) {
@@ -128,12 +131,15 @@ func Tool(o op.Operation) (mcp.Tool, error) {
 	return t, nil
 }
 
-func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandlerFunc {
+func handler(s *server.MCPServer, o op.Operation, base op.Env, roots *clientRoots) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := base
 		env.Client = clientName(ctx, req)
 		if c, ok := op.CallerFrom(ctx); ok {
 			env.Caller = c
+		}
+		if !env.Caller.IsPerson() {
+			env.Roots = roots.of(ctx, base.Roots)
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
