@@ -196,8 +196,9 @@ func waiting(j Job, now time.Time) bool {
 // startChild starts the command with stdin closed, in a new process group
 // (or a new session with a controlling pty), and returns its output.
 func startChild(j Job) (*exec.Cmd, io.ReadCloser, error) {
+	// The child inherits the supervisor's working directory, the one its
+	// starter opened and checked (j.Dir is that directory's path, to read).
 	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
-	cmd.Dir = j.Dir
 	cmd.Env = append(os.Environ(), j.Env...)
 	if j.PTY {
 		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
