@@ -100,13 +100,7 @@ func RunTask(ctx context.Context, env *op.Env, in RunTaskInput) (RunTaskOutput, 
 }
 
 func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, error) {
-	root, err := confine.For(env, "")
-	if err != nil {
-		return Job{}, nil, err
-	}
-	project := root.Dir
-	root.Close()
-	t, err := tasks.Find(project, in.Task)
+	t, _, err := tasks.FindFor(env, "", in.Task)
 	if err != nil {
 		return Job{}, nil, err
 	}

@@ -57,20 +57,26 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		if len(only) > 0 && !slices.Contains(only, r.Group) {
 			continue
 		}
-		addResource(s, r, base)
+		addResource(s, r, base, roots)
 	}
 	return s, nil
 }
 
 // addResource serves an [op.Resource]: a fixed URI as a resource, a URI
 // template as a resource template. The value Read returns is sent as JSON.
-func addResource(s *server.MCPServer, r op.Resource, base op.Env) {
+func addResource(s *server.MCPServer, r op.Resource, base op.Env, roots *clientRoots) {
 	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		u, err := url.Parse(req.Params.URI)
 		if err != nil {
 			return nil, fmt.Errorf("resource URI %q: %w", req.Params.URI, err)
 		}
 		env := base
+		if c, ok := op.CallerFrom(ctx); ok {
+			env.Caller = c
+		}
+		if !env.Caller.IsPerson() {
+			env.Roots = roots.of(ctx, base.Roots)
+		}
 		out, err := r.Read(ctx, &env, u)
 		if err != nil {
 			return nil, err

@@ -1,9 +1,11 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"lmtool.dev/lm/pkg/op"
@@ -26,6 +28,17 @@ var finders = []finder{
 // does not hide the rest. Names come from the files alone; an installed
 // runner with a machine-readable listing then supplies its own tasks.
 func Discover(dir string) (tasks []Task, problems []string, err error) {
+	return discover(dir, false)
+}
+
+// DiscoverBeneath is [Discover] for a caller confined to dir: a task file
+// that is a link leading out of dir contributes no tasks, and its problems
+// are not read out.
+func DiscoverBeneath(dir string) (tasks []Task, problems []string, err error) {
+	return discover(dir, true)
+}
+
+func discover(dir string, beneath bool) (tasks []Task, problems []string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, nil, err
@@ -33,19 +46,28 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nil, op.Errorf(op.KindNotFound, "%s is not a directory", dir)
 	}
+	inside := func(path string) bool { return !beneath || Within(path, dir) }
 	for _, find := range finders {
 		more, err := find(dir)
-		if err != nil {
+		var fe *fileError
+		switch {
+		case err == nil:
+		case errors.As(err, &fe) && !inside(fe.path):
+			problems = append(problems, fe.path+": a link out of the project, not read")
+		default:
 			problems = append(problems, err.Error())
 		}
 		for _, t := range more {
-			if t.SourceName != "" { // a key "" names nothing a runner can run
+			// A key "" names nothing a runner can run, and one starting
+			// with "-" would be read as the runner's option.
+			if t.SourceName != "" && !strings.HasPrefix(t.SourceName, "-") && inside(t.FilePath) {
 				tasks = append(tasks, t)
 			}
 		}
 	}
 	uniqify(tasks)
 	tasks = preferListings(dir, tasks)
+	tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !inside(t.FilePath) })
 	found := map[string]bool{}
 	for i := range tasks {
 		tasks[i].finish(dir, found)
@@ -154,6 +176,13 @@ func firstExisting(dir string, names ...string) string {
 	return ""
 }
 
-func parseErr(path string, err error) error {
-	return fmt.Errorf("%s: %w", path, err)
+// fileError is a task file that could not be read or parsed.
+type fileError struct {
+	path string
+	err  error
 }
+
+func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+func parseErr(path string, err error) error { return &fileError{path, err} }
