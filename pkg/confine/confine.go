@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -194,11 +195,18 @@ func (r *Root) ReadDir(resolved string) ([]fs.DirEntry, error) {
 		}
 		return os.ReadDir(resolved)
 	}
-	entries, err := fs.ReadDir(r.root.FS(), filepath.ToSlash(resolved))
+	f, err := r.root.Open(resolved)
 	if r.leaves(err) {
 		return os.ReadDir(r.Abs(resolved))
 	}
-	return entries, r.classify(resolved, err)
+	if err != nil {
+		return nil, r.classify(resolved, err)
+	}
+	defer f.Close()
+	// Not io/fs's ReadDir, which refuses names that are not UTF-8.
+	entries, err := f.ReadDir(-1)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	return entries, err
 }
 
 // OpenDir opens a directory beneath the root. Its [ProcPath] names that

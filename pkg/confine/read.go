@@ -21,18 +21,22 @@ var noOpenat2 atomic.Bool
 // RESOLVE_BENEATH: the kernel refuses ".." and symlinks (absolute ones
 // included) that would leave the root, in the same call that opens the file,
 // which costs what a plain open does.
-func (r *Root) OpenFD(resolved string) (int, error) {
+func (r *Root) OpenFD(resolved string) (int, error) { return r.openFD(resolved, 0) }
+
+// openFD is OpenFD with extra open flags (O_DIRECTORY).
+func (r *Root) openFD(resolved string, flags int) (int, error) {
+	flags |= unix.O_RDONLY | unix.O_CLOEXEC
+	plain := func() (int, error) {
+		return retryEINTR(func() (int, error) { return unix.Open(r.Abs(resolved), flags, 0) })
+	}
 	if filepath.IsAbs(resolved) {
 		if err := r.mayLeave(resolved); err != nil {
 			return -1, err
 		}
-		return retryEINTR(func() (int, error) { return unix.Open(resolved, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+		return plain()
 	}
 	if !noOpenat2.Load() {
-		how := &unix.OpenHow{
-			Flags:   unix.O_RDONLY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
-		}
+		how := &unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
 		fd, err := retryEINTR(func() (int, error) { return unix.Openat2(int(r.dirFile.Fd()), resolved, how) })
 		switch {
 		case err == nil:
@@ -40,7 +44,7 @@ func (r *Root) OpenFD(resolved string) (int, error) {
 		case errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM):
 			noOpenat2.Store(true)
 		case errors.Is(err, unix.EXDEV) && r.outside:
-			return retryEINTR(func() (int, error) { return unix.Open(r.Abs(resolved), unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+			return plain()
 		case errors.Is(err, unix.EXDEV):
 			return -1, r.outsideError(resolved)
 		default:
@@ -49,7 +53,7 @@ func (r *Root) OpenFD(resolved string) (int, error) {
 	}
 	f, err := r.root.Open(resolved)
 	if r.leaves(err) {
-		return retryEINTR(func() (int, error) { return unix.Open(r.Abs(resolved), unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+		return plain()
 	}
 	if err != nil {
 		return -1, r.classify(resolved, err)

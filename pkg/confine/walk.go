@@ -2,11 +2,10 @@ package confine
 
 import (
 	"context"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Files lists the regular files below a directory as slash-separated paths
@@ -14,43 +13,46 @@ import (
 // beneath the root: the directory itself may be reached through a symlink
 // inside the root, but links met on the way are not followed, and
 // unreadable entries are skipped (as find does, with a message).
+//
+// Names need not be UTF-8 (io/fs, and so Root.FS, would refuse them), so
+// the walk reads directory descriptors itself: each subdirectory is opened
+// relative to its parent's descriptor by its one-component name with
+// O_NOFOLLOW, one system call per directory, which no link can redirect.
 func (r *Root) Files(ctx context.Context, resolved string) ([]string, error) {
-	if filepath.IsAbs(resolved) {
-		if err := r.mayLeave(resolved); err != nil {
-			return nil, err
-		}
-	}
-	var fsys fs.FS
-	start := filepath.ToSlash(resolved)
-	if filepath.IsAbs(resolved) {
-		fsys, start = os.DirFS(resolved), "."
-	} else {
-		// A directory named through a symlink is walked where it leads
-		// (WalkDir would not enter it), still beneath the root.
-		sub, err := r.root.OpenRoot(resolved)
-		switch {
-		case r.leaves(err):
-			fsys, start = os.DirFS(r.Abs(resolved)), "."
-		case err != nil:
-			return nil, r.classify(resolved, err)
-		default:
-			defer sub.Close()
-			fsys, start = sub.FS(), "."
-		}
+	fd, err := r.openFD(resolved, unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
 	}
 	var files []string
-	err := fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return fs.SkipDir
-		}
-		if d.Type().IsRegular() {
-			files = append(files, strings.TrimPrefix(p, "./"))
-		}
-		return ctx.Err()
-	})
+	err = walkFD(ctx, fd, "", &files)
 	sort.Strings(files)
 	return files, err
+}
+
+// walkFD adds the regular files below the directory open as fd (which it
+// closes) to files, named with prefix.
+func walkFD(ctx context.Context, fd int, prefix string, files *[]string) error {
+	dir := os.NewFile(uintptr(fd), prefix)
+	entries, _ := dir.ReadDir(-1)
+	defer dir.Close()
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch {
+		case e.IsDir() && e.Name() != ".git":
+			sub, err := retryEINTR(func() (int, error) {
+				return unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			})
+			if err != nil {
+				continue // unreadable, or swapped for a link since it was listed
+			}
+			if err := walkFD(ctx, sub, prefix+e.Name()+"/", files); err != nil {
+				return err
+			}
+		case e.Type().IsRegular():
+			*files = append(*files, prefix+e.Name())
+		}
+	}
+	return nil
 }
