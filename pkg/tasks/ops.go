@@ -26,12 +26,12 @@ func Ops() []op.Operation {
 		}, Show),
 		op.New(op.Meta{
 			Name: "get_command", Path: []string{"tasks", "command"},
-			Summary:     "Print the shell command that runs a task, without running it",
+			Summary: "Print the shell command that runs a task, without running it",
 			Description: "Arguments after the task name are placed where the task's runner hands them to the task (after npm's --, …; see the README), " +
 				"as separate, quoted words. lm's own flags go before --: every word after it is the task's.",
-			Examples:    "lm tasks command -r --jq .command test -- -run TestX",
-			Args:        []string{"task", "args"},
-			Effect:      op.ReadOnly, Idempotent: true,
+			Examples: "lm tasks command -r --jq .command test -- -run TestX",
+			Args:     []string{"task", "args"},
+			Effect:   op.ReadOnly, Idempotent: true,
 		}, Command),
 		op.New(op.Meta{
 			Name: "tasks_run", Path: []string{"tasks", "run"},
