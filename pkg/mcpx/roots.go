@@ -15,6 +15,9 @@ import (
 // roots; a client that does not answer gets the server's own.
 const rootsTimeout = 5 * time.Second
 
+// maxRememberedRoots bounds the sessions whose roots are remembered.
+const maxRememberedRoots = 1000
+
 // clientRoots follows the roots each MCP client declares (the roots
 // capability): a session's list is asked for on its first call and again
 // after the client says it changed (notifications/roots/list_changed).
@@ -67,6 +70,12 @@ func (c *clientRoots) of(ctx context.Context, fallback []string) []string {
 		roots = fallback
 	}
 	c.mu.Lock()
+	if len(c.bySession) >= maxRememberedRoots {
+		// Ended sessions leave no trace to clean up by: forget every list
+		// now and then; a live session's next call asks again.
+		clear(c.bySession)
+		clear(c.changes)
+	}
 	if c.changes[id] == generation {
 		c.bySession[id] = roots
 	}
