@@ -21,19 +21,20 @@ func TestTaskArgumentsReachTheTask(t *testing.T) {
 	just := npmtest.Skip(t, "just")
 	path := filepath.Dir(just) + string(os.PathListSeparator) + os.Getenv("PATH")
 	for _, tc := range []struct {
-		runner string
-		files  map[string]string
-		args   []string
-		want   string
+		runner  string
+		files   map[string]string
+		args    []string
+		want    string
+		command []string
 	}{
 		{"npm", map[string]string{"package.json": `{"name": "p", "private": true, "scripts": {"show": "node show.js"}}`, "package-lock.json": "{}"},
-			[]string{"--flag", "-x", "plain"}, `ARGS=["--flag","-x","plain"]`},
+			[]string{"--flag", "-x", "plain"}, `ARGS=["--flag","-x","plain"]`, []string{"npm", "run", "show", "--", "--flag", "-x", "plain"}},
 		{"just", map[string]string{"justfile": "show *args:\n\t@node show.js {{args}}\nevil:\n\t@echo EVIL-RAN\n"},
-			[]string{"--flag", "-x", "plain"}, `ARGS=["--flag","-x","plain"]`},
+			[]string{"--flag", "-x", "plain"}, `ARGS=["--flag","-x","plain"]`, []string{"just", "--one", "show", "--flag", "-x", "plain"}},
 		{"mise", map[string]string{"mise.toml": "[tasks.show]\nrun = \"node show.js\"\n[tasks.evil]\nrun = \"echo EVIL-RAN\"\n"},
-			[]string{"--flag", ":::", "evil"}, `ARGS=["--flag",":::","evil"]`},
+			[]string{"--flag", ":::", "evil"}, `ARGS=["--flag",":::","evil"]`, []string{"mise", "run", "show", "--", "--flag", ":::", "evil"}},
 		{"make", map[string]string{"Makefile": "show:\n\t@node show.js $(WORDS)\n"},
-			[]string{"WORDS=--flag -x plain"}, `ARGS=["--flag","-x","plain"]`},
+			[]string{"WORDS=--flag -x plain"}, `ARGS=["--flag","-x","plain"]`, []string{"make", "show", "WORDS=--flag -x plain"}},
 	} {
 		t.Run(tc.runner, func(t *testing.T) {
 			files := map[string]string{"show.js": showJS}
@@ -55,6 +56,13 @@ func TestTaskArgumentsReachTheTask(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "EVIL-RAN") {
 				t.Errorf("lm tasks run show -- %q: %v\n%s\nwant %s", tc.args, err, out, tc.want)
+			}
+			// lm's own flags before --; the command shows the words where they go.
+			command := exec.Command("lm", append([]string{"-r", "--jq", ".argv | join(\" \")", "tasks", "command", "show", "--"}, tc.args...)...)
+			command.Dir, command.Env = dir, cmd.Env
+			out, err = command.Output()
+			if want := strings.Join(tc.command, " "); err != nil || strings.TrimSpace(string(out)) != want {
+				t.Errorf("lm tasks command show -- %q: %v %q, want %q", tc.args, err, out, want)
 			}
 		})
 	}

@@ -410,6 +410,26 @@ func TestWalkRespectsGitignore(t *testing.T) {
 	}
 }
 
+// Listing a repository's files runs none of the programs its settings name
+// (git ls-files would start core.fsmonitor).
+func TestWalkRunsNoRepositoryProgram(t *testing.T) {
+	root, markers := t.TempDir(), t.TempDir()
+	marker := filepath.Join(markers, "fsmonitor-ran")
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.fsmonitor", "touch " + marker + "; false"}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "a.md"), []byte("---\na: 1\n---\n"), 0o644)
+	d := call(t, testEnv(t), Input{Files: []string{"."}, Root: root, NoCache: true})
+	if !d.Results["a.md"].Found {
+		t.Errorf("walked %+v", d.Results)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the repository's core.fsmonitor ran")
+	}
+}
+
 // Outside a worktree every file is walked except .git directories.
 func TestWalkOutsideGit(t *testing.T) {
 	root := t.TempDir()
