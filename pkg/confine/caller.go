@@ -96,7 +96,7 @@ func beneathRoots(roots []string, dir string) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.Sub(rel)
+	return r.sub(rel)
 }
 
 // PersonOnly refuses a field only the person may set, naming it, for any

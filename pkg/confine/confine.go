@@ -157,21 +157,6 @@ func (r *Root) Stat(resolved string) (fs.FileInfo, error) {
 	return st, r.classify(resolved, err)
 }
 
-// Lstat describes a name without following its last symlink.
-func (r *Root) Lstat(resolved string) (fs.FileInfo, error) {
-	if filepath.IsAbs(resolved) {
-		if err := r.mayLeave(resolved); err != nil {
-			return nil, err
-		}
-		return os.Lstat(resolved)
-	}
-	st, err := r.root.Lstat(resolved)
-	if r.leaves(err) {
-		return os.Lstat(r.Abs(resolved))
-	}
-	return st, r.classify(resolved, err)
-}
-
 // ReadFile reads a whole file beneath the root.
 func (r *Root) ReadFile(resolved string) ([]byte, error) {
 	if filepath.IsAbs(resolved) {
@@ -241,21 +226,13 @@ func ProcPath(f *os.File) string { return fmt.Sprintf("/proc/self/fd/%d", f.Fd()
 // RealPath is where an open file is now, symlinks resolved.
 func RealPath(f *os.File) (string, error) { return os.Readlink(ProcPath(f)) }
 
-// Sub narrows the root to a directory beneath it.
-func (r *Root) Sub(resolved string) (*Root, error) {
-	if filepath.IsAbs(resolved) {
-		if err := r.mayLeave(resolved); err != nil {
-			return nil, err
-		}
-		return Open(resolved)
-	}
+// sub narrows a confined caller's root to a directory beneath it (a name
+// Resolve returned, so never absolute).
+func (r *Root) sub(resolved string) (*Root, error) {
 	if resolved == "." {
 		return r.clone()
 	}
 	sub, err := r.root.OpenRoot(resolved)
-	if r.leaves(err) {
-		return Open(r.Abs(resolved))
-	}
 	if err != nil {
 		return nil, r.classify(resolved, err)
 	}
