@@ -121,6 +121,9 @@ func TestAgentCannotLeaveItsRoot(t *testing.T) {
 		{"local_verify", map[string]any{"checks": []any{map[string]any{"id": "c", "file": "swap/a.txt", "condition": map[string]any{"type": "contains", "value": "TOP"}}}}},
 		{"local_generate", map[string]any{"template": "x", "output_path": "swap/b.md"}},
 		{"run_task", map[string]any{"op": "start", "task": "inner", "cwd": "swap"}},
+		{"local_git", map[string]any{"task_type": "diff", "format": "detailed", "paths": []string{"swap/a.txt"}}},
+		{"local_git", map[string]any{"task_type": "status", "root": "swap"}},
+		{"list_tasks", map[string]any{"dir": "swap"}},
 	} {
 		if text, _ := callTool(t, c, cl.tool, cl.args); strings.Contains(text, secret) {
 			t.Errorf("after the swap, %s read outside the root: %s", cl.tool, text)
