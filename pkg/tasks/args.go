@@ -31,7 +31,7 @@ var handOffs = map[string]handOff{
 	"bun":            afterName,      // bun run NAME ARGS: bun's flags go before the name
 	"deno":           afterName,      // deno task NAME ARGS
 	"uv":             afterName,      // uv run COMMAND ARGS
-	"poetry":         afterName,      // poetry run COMMAND ARGS
+	"poetry":         afterName,      // poetry run COMMAND ARGS (since 1.0; python-poetry/poetry#1500)
 	"pdm":            afterName,      // pdm run SCRIPT ARGS
 	"hatch":          afterName,      // hatch run SCRIPT ARGS
 	"poe":            afterName,      // poe TASK ARGS
