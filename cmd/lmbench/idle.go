@@ -52,6 +52,57 @@ func idleCost(lm string) error {
 		perMinute := time.Minute / idleWindow
 		fmt.Printf("| %s | %s | %d |\n", w.name, ms(cost.CPU*perMinute), cost.Written*int64(perMinute))
 	}
+	fmt.Println()
+	return followCost(lm)
+}
+
+// followCost measures what another process's commit costs a process that
+// follows the store, against `lm queue watch`, which does the least such
+// work: read the new events and print them.
+func followCost(lm string) error {
+	const commits = 300
+	fmt.Println("### What another process's commit costs a follower")
+	fmt.Println()
+	fmt.Printf("CPU time per commit made by another process (%d `lm queue add`s in a row; target for the gateway ≤ 0.2 ms and near `lm queue watch`):\n\n", commits)
+	fmt.Println("| follower | CPU per outside commit | × `lm queue watch` |")
+	fmt.Println("|---|---|---|")
+	followers := []waiter{
+		{"`lm queue watch` (reference)", func(lm, dir string) (int, func(), error) {
+			return background(command(dir, lm, "queue", "watch"))
+		}},
+		waiters()[7], // an idle gateway
+		waiters()[9], // a gateway with an /api/events subscriber
+	}
+	var reference time.Duration
+	for i, w := range followers {
+		dir, done := home()
+		pid, stop, err := w.start(lm, dir)
+		if err != nil {
+			done()
+			return fmt.Errorf("%s: %w", w.name, err)
+		}
+		time.Sleep(time.Second)
+		before, err1 := proc.UsageOf(pid)
+		for n := range commits {
+			if err := command(dir, lm, "queue", "add", fmt.Sprintf("commit %d", n)).Run(); err != nil {
+				stop()
+				done()
+				return err
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+		after, err2 := proc.UsageOf(pid)
+		stop()
+		done()
+		if err := firstErr(err1, err2); err != nil {
+			return fmt.Errorf("%s: %w", w.name, err)
+		}
+		per := after.Sub(before).CPU / commits
+		if i == 0 {
+			reference = per
+		}
+		fmt.Printf("| %s | %s | %.2f |\n", w.name, ms(per), float64(per)/float64(reference))
+	}
 	return nil
 }
 
@@ -144,6 +195,15 @@ func gatewayGetUserRequest(lm, dir string, args ...string) (int, func(), error) 
 		}
 	}()
 	return gw.cmd.Process.Pid, gw.stop, nil
+}
+
+func waiterNamed(name string) waiter {
+	for _, w := range waiters() {
+		if w.name == name {
+			return w
+		}
+	}
+	panic("no waiting path " + name)
 }
 
 func waiters() []waiter {

@@ -87,7 +87,7 @@ func (s *Server) openAPIDocument() map[string]any {
 			{"name": "since", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}},
 			{"name": "store", "in": "query", "schema": map[string]any{"type": "string"}},
 		},
-		"responses":  map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
+		"responses": map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
 	}}
 	for _, rt := range otherRoutes() {
 		rt.describe(paths, errorResponse)
