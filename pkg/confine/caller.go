@@ -15,15 +15,10 @@ func For(env *op.Env, dir string) (*Root, error) {
 	return open(env, dir, false, false)
 }
 
-// ForOutside is [For] for an operation that offers allow_outside_root: the
-// person's names may then leave the root; anyone else asking for it is
-// refused, not ignored.
+// ForOutside is [For] for an operation that offers allow_outside_root
+// (a person-only field: op.Operation.Call refuses it from an agent the
+// person did not grant it to). With it, names may leave the root.
 func ForOutside(env *op.Env, dir string, allowOutside bool) (*Root, error) {
-	if allowOutside {
-		if err := PersonOnly(env, "allow_outside_root"); err != nil {
-			return nil, err
-		}
-	}
 	return open(env, dir, true, allowOutside)
 }
 
@@ -59,7 +54,7 @@ func openFor(env *op.Env, dir string, offers, outside bool) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.offersOutside = offers
+	r.offersOutside, r.outside = offers, outside
 	return r, nil
 }
 
@@ -97,16 +92,6 @@ func beneathRoots(roots []string, dir string) (*Root, error) {
 		return nil, err
 	}
 	return r.sub(rel)
-}
-
-// PersonOnly refuses a field only the person may set, naming it, for any
-// other caller.
-func PersonOnly(env *op.Env, field string) error {
-	if env.Caller.IsPerson() {
-		return nil
-	}
-	return op.Errorf(op.KindDenied, "%s is the person's option; this %s caller may not set it", field, env.Caller.Role).
-		WithCategory("denied").WithHint("leave %s out; only lm's command line (or a launch flag the person gives) can set it", field)
 }
 
 // ReadInput reads a file the caller names as input to the call (a template,

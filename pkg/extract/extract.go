@@ -177,7 +177,7 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		return nil, 0, err
 	}
 	defer root.Close()
-	files, missing, err := Expand(ctx, root, in.Files)
+	files, missing, err := Expand(ctx, root, env.Environ, in.Files)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -29,7 +29,9 @@ type File struct {
 // into files. Directories are walked with .gitignore respected: inside a git
 // worktree through git itself, otherwise skipping .git directories. An
 // argument matching nothing is reported in missing.
-func Expand(ctx context.Context, r *confine.Root, args []string) (files []File, missing []string, err error) {
+// Git, when it lists a worktree's files, runs with environ, the caller's
+// environment (op.Env.Environ).
+func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, missing []string, err error) {
 	// One argument names each file once; several may overlap.
 	var seen map[string]bool
 	if len(args) > 1 {
@@ -45,7 +47,7 @@ func Expand(ctx context.Context, r *confine.Root, args []string) (files []File, 
 	}
 	for _, arg := range args {
 		if strings.ContainsAny(arg, "*?[") {
-			matched, err := glob(ctx, r, arg)
+			matched, err := glob(ctx, r, environ, arg)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -68,7 +70,7 @@ func Expand(ctx context.Context, r *confine.Root, args []string) (files []File, 
 		case err != nil:
 			missing = append(missing, arg)
 		case st.IsDir():
-			walked, err := walk(ctx, r, rel)
+			walked, err := walk(ctx, r, environ, rel)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -103,7 +105,7 @@ func joinName(dir, rel string) string {
 }
 
 // glob expands a pattern by walking its literal leading directory.
-func glob(ctx context.Context, r *confine.Root, pattern string) ([]File, error) {
+func glob(ctx context.Context, r *confine.Root, environ []string, pattern string) ([]File, error) {
 	pattern = filepath.ToSlash(pattern)
 	segs := strings.Split(pattern, "/")
 	i := 0
@@ -132,7 +134,7 @@ func glob(ctx context.Context, r *confine.Root, pattern string) ([]File, error) 
 	} else if err != nil || !st.IsDir() {
 		return nil, nil
 	}
-	walked, err := walk(ctx, r, rel)
+	walked, err := walk(ctx, r, environ, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +184,8 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 // slash-separated relative paths, sorted. Inside a git worktree git lists
 // them, applying every .gitignore exactly; the files are still opened
 // beneath the root, so what git names cannot lead outside it.
-func walk(ctx context.Context, r *confine.Root, rel string) ([]string, error) {
-	if files, ok := gitFiles(ctx, r, rel); ok {
+func walk(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, error) {
+	if files, ok := gitFiles(ctx, r, environ, rel); ok {
 		return files, nil
 	}
 	return r.Files(ctx, rel)
@@ -193,8 +195,8 @@ func walk(ctx context.Context, r *confine.Root, rel string) ([]string, error) {
 // directory when it is inside a git worktree. Git runs in the directory the
 // root opened (through its descriptor), with the repository's programs
 // (fsmonitor, hooks) turned off.
-func gitFiles(ctx context.Context, r *confine.Root, rel string) ([]string, bool) {
-	if !mayBeWorktree(r.Abs(rel)) {
+func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, bool) {
+	if !mayBeWorktree(r.Abs(rel), environ) {
 		return nil, false
 	}
 	if _, err := exec.LookPath("git"); err != nil {
@@ -205,7 +207,7 @@ func gitFiles(ctx context.Context, r *confine.Root, rel string) ([]string, bool)
 		return nil, false
 	}
 	defer dir.Close()
-	cmd := safegit.ForListing("").Command(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
+	cmd := safegit.ForListing("", environ).Command(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
 	cmd.Dir = confine.ProcPath(dir)
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -231,10 +233,10 @@ func gitFiles(ctx context.Context, r *confine.Root, rel string) ([]string, bool)
 
 // mayBeWorktree reports whether git could find a repository for dir: a
 // .git directory or file (a linked worktree's, a submodule's) in dir or
-// above it, or GIT_DIR set. Asking git costs a process start, which would
-// otherwise be paid for every tree outside a repository.
-func mayBeWorktree(dir string) bool {
-	if os.Getenv("GIT_DIR") != "" {
+// above it, or GIT_DIR set in environ. Asking git costs a process start,
+// which would otherwise be paid for every tree outside a repository.
+func mayBeWorktree(dir string, environ []string) bool {
+	if gitDir, _ := op.LookupEnv(environ, "GIT_DIR"); gitDir != "" {
 		return true
 	}
 	for {

@@ -2,6 +2,7 @@ package gitx
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,8 +53,8 @@ func TestRepositorySettingsRunNoProgram(t *testing.T) {
 	}
 }
 
-// An agent cannot trust a repository's settings, and its paths stay
-// beneath its roots: no paths means its root, not the whole repository.
+// An agent's paths stay beneath its roots: no paths means its root, not the
+// whole repository; and it cannot trust a repository's settings.
 func TestAgentIsHeldToItsRoot(t *testing.T) {
 	dir := newRepo(t, map[string]string{"sub/in.txt": "in\n", "secret.txt": "secret\n"})
 	write(t, dir, "sub/in.txt", "in changed\n")
@@ -91,11 +92,14 @@ func TestAgentIsHeldToItsRoot(t *testing.T) {
 		{TaskType: "diff", Paths: []string{filepath.Join(dir, "secret.txt")}},
 		{TaskType: "diff", Root: dir},
 		{TaskType: "diff", Root: "up"},
-		{TaskType: "diff", TrustRepoConfig: true},
 	} {
 		d, err := git(in)
 		if op.KindOf(err) != op.KindDenied {
 			t.Errorf("%+v: got %+v, %v; want denied", in, d, err)
 		}
+	}
+	raw := json.RawMessage(`{"task_type": "diff", "trust_repo_config": true}`)
+	if _, err := Ops()[0].Call(context.Background(), agent, raw); op.KindOf(err) != op.KindDenied {
+		t.Errorf("an agent's trust_repo_config: %v", err)
 	}
 }

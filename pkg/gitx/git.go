@@ -29,7 +29,7 @@ type Input struct {
 	MaxBytes         int      `json:"max_bytes,omitempty" jsonschema:"detailed diff: cut the patch text past this many bytes and set truncated (default 60000)"`
 	IncludeLockFiles bool     `json:"include_lock_files,omitempty" jsonschema:"diff: keep lock files (package-lock.json, go.sum, …), which are left out by default"`
 	Root             string   `json:"root,omitempty" jsonschema:"a directory inside the repository (default: the current directory)"`
-	TrustRepoConfig  bool     `json:"trust_repo_config,omitempty" jsonschema:"run the programs the repository's settings name (core.fsmonitor, filters, textconv, diff.external), as plain git does; the person's option only"`
+	TrustRepoConfig  bool     `json:"trust_repo_config,omitempty" jsonschema:"run the programs the repository's settings name (core.fsmonitor, filters, textconv, diff.external), as plain git does; a person-only field"`
 	Options          *Options `json:"options,omitempty" jsonschema:"spec 001's nested form of paths, limit and format"`
 }
 
@@ -181,17 +181,12 @@ type Output = envelope.Result[Data]
 
 // Git answers one local_git call.
 func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
-	if in.TrustRepoConfig {
-		if err := confine.PersonOnly(env, "trust_repo_config"); err != nil {
-			return Output{}, err
-		}
-	}
 	root, err := confine.For(env, in.Root)
 	if err != nil {
 		return Output{}, err
 	}
 	defer root.Close()
-	r, err := openRepo(ctx, root, !env.Caller.IsPerson(), in.TrustRepoConfig)
+	r, err := openRepo(ctx, env.Environ, root, !env.Caller.IsPerson(), in.TrustRepoConfig)
 	if err != nil {
 		return Output{}, err
 	}

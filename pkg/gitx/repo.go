@@ -35,7 +35,7 @@ type repo struct {
 // directory the root opened (through its descriptor, so the directory
 // checked is the one git sees); with trust it runs the programs the
 // repository's settings name, as plain git does.
-func openRepo(ctx context.Context, root *confine.Root, confined, trust bool) (*repo, error) {
+func openRepo(ctx context.Context, environ []string, root *confine.Root, confined, trust bool) (*repo, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, op.Errorf(op.KindUnavailable, "git is not installed: %v", err).WithCategory("git_unavailable")
 	}
@@ -45,7 +45,7 @@ func openRepo(ctx context.Context, root *confine.Root, confined, trust bool) (*r
 	}
 	defer dir.Close()
 	var stdout bytes.Buffer
-	cmd := safegit.ForListing("").Command(ctx, "rev-parse", "--show-toplevel")
+	cmd := safegit.ForListing("", environ).Command(ctx, "rev-parse", "--show-toplevel")
 	cmd.Dir, cmd.Stdout = confine.ProcPath(dir), &stdout
 	err = cmd.Run()
 	if ctx.Err() != nil {
@@ -65,9 +65,9 @@ func openRepo(ctx context.Context, root *confine.Root, confined, trust bool) (*r
 	}
 	// Run from the top level from now on, so every path git prints is
 	// relative to it (status would otherwise print them relative to dir).
-	r := &repo{top: top, root: root.Dir, confined: confined, g: safegit.Open(ctx, top)}
+	r := &repo{top: top, root: root.Dir, confined: confined, g: safegit.Open(ctx, top, environ)}
 	if trust {
-		r.g = safegit.Trusting(top)
+		r.g = safegit.Trusting(top, environ)
 	}
 	return r, nil
 }

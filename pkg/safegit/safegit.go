@@ -10,9 +10,10 @@ package safegit
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"strings"
+
+	"lmtool.dev/lm/pkg/op"
 )
 
 // base keeps git from running what a repository configures for every
@@ -29,24 +30,26 @@ var base = []string{
 
 // Git runs git commands in one repository.
 type Git struct {
-	dir  string   // -C for every command ("" for the process's own directory)
+	dir  string   // -C for every command ("" for the command's working directory)
 	opts []string // the options before the command
+	// environ is the caller's environment (op.Env.Environ), git's own.
+	environ []string
 	// trusting runs the repository's programs, as plain git does.
 	trusting bool
 }
 
 // Trusting runs git as plain git runs, the repository's programs included:
 // the person's choice, never an agent's.
-func Trusting(dir string) *Git {
-	return &Git{dir: dir, opts: []string{"--no-optional-locks"}, trusting: true}
+func Trusting(dir string, environ []string) *Git {
+	return &Git{dir: dir, opts: []string{"--no-optional-locks"}, environ: environ, trusting: true}
 }
 
 // Open prepares git for the repository at dir (a worktree or any directory
 // in it). Filter drivers have names of the repository's choosing, so their
 // settings are read first (reading config runs nothing) and each is emptied.
-func Open(ctx context.Context, dir string) *Git {
-	g := &Git{dir: dir, opts: base}
-	out, err := exec.CommandContext(ctx, "git", append(g.prefix(), "config", "-z", "--get-regexp", `^filter\..*\.(clean|smudge|process|required)$`)...).Output()
+func Open(ctx context.Context, dir string, environ []string) *Git {
+	g := &Git{dir: dir, opts: base, environ: environ}
+	out, err := g.Command(ctx, "config", "-z", "--get-regexp", `^filter\..*\.(clean|smudge|process|required)$`).Output()
 	if err != nil {
 		return g // no such settings (exit 1), or not a repository: nothing to empty
 	}
@@ -74,13 +77,15 @@ func Open(ctx context.Context, dir string) *Git {
 // ForListing prepares git for commands that read no file's content
 // (ls-files, rev-parse), which no filter or textconv touches, without
 // reading the repository's settings first.
-func ForListing(dir string) *Git { return &Git{dir: dir, opts: base} }
+func ForListing(dir string, environ []string) *Git {
+	return &Git{dir: dir, opts: base, environ: environ}
+}
 
 // Command is git with args, its options first and its environment set for
 // machine-readable, prompt-free output.
 func (g *Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "git", append(g.prefix(), args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	cmd.Env = op.ChildEnv(g.environ, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	return cmd
 }
 
@@ -100,7 +105,3 @@ func (g *Git) prefix() []string {
 	}
 	return p
 }
-
-// In returns a copy of g that runs in another directory of the same
-// repository, with the same options.
-func (g *Git) In(dir string) *Git { return &Git{dir: dir, opts: g.opts, trusting: g.trusting} }

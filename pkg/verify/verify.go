@@ -197,7 +197,7 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	files := &fileCache{root: root, entries: map[string]*cached{}}
 	var semantic *judge
 	if slices.ContainsFunc(in.Checks, func(c Check) bool { return c.Condition.Type == "semantic" }) {
-		semantic = newJudge(env.Home)
+		semantic = newJudge(env)
 	}
 	d := Data{Results: []Result{}}
 	for _, c := range in.Checks {
