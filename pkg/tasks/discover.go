@@ -31,13 +31,9 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 	return discover(dir, false)
 }
 
-// DiscoverBeneath is [Discover] for a caller confined to dir: a task file
-// that is a link leading out of dir contributes no tasks, and its problems
-// are not read out.
-func DiscoverBeneath(dir string) (tasks []Task, problems []string, err error) {
-	return discover(dir, true)
-}
-
+// discover is Discover; beneath is for a caller confined to dir: a task
+// file that is a link leading out of dir contributes no tasks, and its
+// problems are not read out.
 func discover(dir string, beneath bool) (tasks []Task, problems []string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {

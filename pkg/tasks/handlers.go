@@ -82,7 +82,8 @@ func Find(dir, name string) (Task, error) {
 	return find(dir, name, false)
 }
 
-// FindFor is [Find] in the caller's project (see [DiscoverBeneath]).
+// FindFor is [Find] in the caller's project: for anyone but the person,
+// beneath its roots, where a task file linked out of them defines nothing.
 func FindFor(env *op.Env, dir, name string) (Task, string, error) {
 	dir, beneath, err := projectFor(env, dir)
 	if err != nil {
