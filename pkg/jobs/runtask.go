@@ -112,6 +112,9 @@ func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, 
 	if verdict != tasks.Allowed {
 		return Job{}, nil, notAllowlisted{t}
 	}
+	if !t.RunnerAvailable {
+		return Job{}, nil, tasks.RunnerMissing(t)
+	}
 	spec := Spec{Task: t.Name, Argv: t.WithArgs(in.Args), TTL: DefaultTTL}
 	if spec.Dir, err = workDir(env, in.Cwd); err != nil {
 		return Job{}, nil, err
