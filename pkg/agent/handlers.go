@@ -68,7 +68,7 @@ type InfoOutput struct {
 	Transport       string `json:"transport" jsonschema:"stdio, streamable-http or sse"`
 	ServerInfo      any    `json:"server_info" jsonschema:"the server's name, version and title"`
 	ProtocolVersion string `json:"protocol_version"`
-	Capabilities    any    `json:"capabilities"`
+	Capabilities    any    `json:"capabilities" jsonschema:"what the server declared it supports (tools, resources, prompts, logging, …)"`
 	Instructions    string `json:"instructions,omitempty"`
 }
 
