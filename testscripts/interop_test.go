@@ -1,0 +1,336 @@
+package testscripts
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/registry"
+)
+
+// interopWorld is what the third-party clients work against: a git project,
+// a store with server-everything configured, and a gateway serving /mcp
+// behind a token, with the hub running that server.
+type interopWorld struct {
+	home, project, addr, token string
+	// nodeDir is testdata/node: the pinned npm packages and the scripts
+	// that drive them.
+	nodeDir string
+}
+
+func newInteropWorld(t *testing.T) *interopWorld {
+	t.Helper()
+	everything := npmtest.Skip(t, "mcp-server-everything")
+	w := &interopWorld{home: t.TempDir(), project: t.TempDir(), token: "interop-token",
+		nodeDir: filepath.Dir(filepath.Dir(filepath.Dir(everything)))}
+	copyDir(t, filepath.Join(w.nodeDir, "interop", "project"), w.project)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=lm", "-c", "user.email=lm@example.com", "commit", "-qm", "start"}} {
+		if out, err := exec.Command("git", append([]string{"-C", w.project}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	// A person allowed the project's tasks; agents may run them.
+	allow := fmt.Sprintf("[[entries]]\npath = %q\nscope = \"Directory\"\n", w.project)
+	if err := os.WriteFile(filepath.Join(w.home, "mcp_allowlist.toml"), []byte(allow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runLM(t, w.home, "", "servers", "add", "everything", "--auto-start", "--", everything)
+	w.startGateway(t)
+	return w
+}
+
+func (w *interopWorld) startGateway(t *testing.T) {
+	t.Helper()
+	addrFile := filepath.Join(w.home, "addr")
+	gw := exec.Command("lm", "gateway", "--addr", "127.0.0.1:0", "--addr-file", addrFile)
+	gw.Env, gw.Dir = append(lmEnv(w.home), "LM_API_TOKEN="+w.token), w.project
+	var log bytes.Buffer
+	gw.Stdout, gw.Stderr = &log, &log
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		gw.Process.Signal(syscall.SIGINT)
+		gw.Wait()
+		if t.Failed() {
+			t.Logf("gateway log (the end):\n%s", tail(log.String(), 4000))
+		}
+	})
+	waitFor(t, func() bool {
+		addr, err := os.ReadFile(addrFile)
+		w.addr = strings.TrimSpace(string(addr))
+		return err == nil && w.addr != ""
+	})
+	w.awaitEverything(t)
+}
+
+// awaitEverything waits until the hub runs server-everything.
+func (w *interopWorld) awaitEverything(t *testing.T) {
+	t.Helper()
+	waitFor(t, func() bool {
+		out, _ := runLM(t, w.home, "", "servers", "status", "-r", "--jq", `.servers[] | select(.name=="everything") | .state`)
+		return strings.TrimSpace(out) == "running"
+	})
+}
+
+func (w *interopWorld) url(path string) string { return "http://" + w.addr + path }
+
+// fixtures are the calls the clients make: lm's tools, and
+// server-everything's as a proxy in front of it names them.
+func (w *interopWorld) fixtures(everythingPrefix string, lm bool) []map[string]string {
+	files := []map[string]string{{"file": filepath.Join(w.nodeDir, "interop", "everything.json"), "prefix": everythingPrefix}}
+	if lm {
+		files = append(files, map[string]string{"file": filepath.Join(w.nodeDir, "interop", "fixtures.json")})
+	}
+	return files
+}
+
+// lmCommand runs `lm mcp` in the project with the world's store.
+func (w *interopWorld) lmCommand(args ...string) map[string]any {
+	lm, _ := exec.LookPath("lm")
+	return map[string]any{"transport": "stdio", "command": lm, "args": append([]string{"mcp"}, args...), "cwd": w.project,
+		"env": map[string]string{"LM_HOME": w.home, "LM_STORE": ""}}
+}
+
+// clientReport is what testdata/node/interop/client.mjs prints.
+type clientReport struct {
+	Fatal           string         `json:"fatal"`
+	ProtocolVersion string         `json:"protocolVersion"`
+	Capabilities    map[string]any `json:"capabilities"`
+	Tools           []struct{ Name string }
+	Resources       []string        `json:"resources"`
+	Templates       []string        `json:"templates"`
+	Prompts         []string        `json:"prompts"`
+	SetLevel        string          `json:"setLevel"`
+	Calls           map[string]call `json:"calls"`
+	Invalid         map[string]struct {
+		Field     string `json:"field"`
+		IsError   bool   `json:"isError"`
+		NamesText bool   `json:"namesField"`
+		Text      string `json:"text"`
+		Exception string `json:"exception"`
+	} `json:"invalid"`
+}
+
+type call struct {
+	Tool      string `json:"tool"`
+	Expect    string `json:"expect"`
+	Outcome   string `json:"outcome"`
+	Category  string `json:"category"`
+	Error     string `json:"error"`
+	Problem   string `json:"problem"`
+	Validated bool   `json:"validated"`
+}
+
+func (r clientReport) toolNames() []string {
+	names := make([]string, len(r.Tools))
+	for i, tool := range r.Tools {
+		names[i] = tool.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// runClient runs the SDK client script with opts and returns its report.
+func (w *interopWorld) runClient(t *testing.T, opts map[string]any) clientReport {
+	t.Helper()
+	raw, _ := json.Marshal(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(w.nodeDir, "interop", "client.mjs"), string(raw))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var r clientReport
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		t.Fatalf("client %s: %v (%v)\n%s\n%s", raw, err, jerr, tail(string(out), 2000), tail(stderr.String(), 4000))
+	}
+	if r.Fatal != "" {
+		t.Fatalf("client %s: %s\n%s", raw, r.Fatal, tail(stderr.String(), 4000))
+	}
+	return r
+}
+
+// mcpTools lists the tools lm serves for these groups (all when empty).
+func mcpTools(groups ...string) []string {
+	var names []string
+	for _, o := range registry.All() {
+		m := o.Info()
+		if !m.CLIOnly && !m.Stream && (len(groups) == 0 || slices.Contains(groups, m.Group())) {
+			names = append(names, m.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// checkCalls holds every call of a report to what a host needs: no
+// exception in the client (the SDK 1.x client itself checks
+// structuredContent against outputSchema), structuredContent valid by ajv,
+// every fixture's expected outcome, and for lm's own tools a mistyped
+// field refused by an isError result that names it.
+func checkCalls(t *testing.T, r clientReport, lmTools []string) {
+	t.Helper()
+	for _, name := range r.toolNames() {
+		if _, ok := r.Calls[name]; !ok {
+			t.Errorf("%s was listed but not called", name)
+		}
+	}
+	for key, c := range r.Calls {
+		switch {
+		case c.Outcome == "task only" && !slices.Contains(lmTools, c.Tool):
+			// server-everything's task-only tool: not callable without tasks.
+		case c.Outcome == "exception" || c.Outcome == "not called" || c.Outcome == "task only":
+			t.Errorf("%s: %s: %s%s", key, c.Outcome, c.Error, c.Problem)
+		case c.Problem != "":
+			t.Errorf("%s: %s", key, c.Problem)
+		case c.Expect == "ok" && c.Outcome != "ok":
+			t.Errorf("%s: want success, got %s %s: %s", key, c.Outcome, c.Category, c.Error)
+		case c.Expect != "" && c.Expect != "ok" && c.Category != c.Expect:
+			t.Errorf("%s: want error %s, got %s %s: %s", key, c.Expect, c.Outcome, c.Category, c.Error)
+		case c.Outcome == "ok" && slices.Contains(lmTools, c.Tool) && !c.Validated:
+			t.Errorf("%s: structuredContent was not validated against the outputSchema", key)
+		}
+	}
+	for _, name := range lmTools {
+		inv, ok := r.Invalid[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: not called with a mistyped field", name)
+		case inv.Exception != "":
+			t.Errorf("%s: a mistyped %q threw in the client: %s", name, inv.Field, inv.Exception)
+		case !inv.IsError || !inv.NamesText:
+			t.Errorf("%s: a mistyped %q came back without an isError naming it: %s", name, inv.Field, inv.Text)
+		}
+	}
+}
+
+// TestTypeScriptSDKClients: the official TypeScript SDK clients, 1.x (what
+// most MCP hosts embed) and 2.x, on every face: list everything, call every
+// tool, validate every structuredContent.
+func TestTypeScriptSDKClients(t *testing.T) {
+	for _, sdk := range []string{"1", "2"} {
+		t.Run("sdk"+sdk, func(t *testing.T) {
+			// Each line gets a world of its own, so the two run side by side.
+			t.Parallel()
+			sdkOnEveryFace(t, sdk)
+		})
+	}
+}
+
+func sdkOnEveryFace(t *testing.T, sdk string) {
+	w := newInteropWorld(t)
+	everythingTools := func(r clientReport, prefix string) []string {
+		var names []string
+		for _, n := range r.toolNames() {
+			if strings.HasPrefix(n, prefix) && !slices.Contains(mcpTools(), n) {
+				names = append(names, n)
+			}
+		}
+		return names
+	}
+	for _, face := range []struct {
+		name   string
+		opts   map[string]any
+		lm     []string // lm's tools the face lists
+		prefix string   // how the face names server-everything's tools
+	}{
+		{"stdio/default", w.lmCommand(), defaultTools(t, w), ""},
+		{"stdio/all-groups", w.lmCommand(allGroupsFlags()...), mcpTools(), ""},
+		{"http", map[string]any{"transport": "http", "url": w.url("/mcp")}, mcpTools(), "everything__"},
+		{"sse", map[string]any{"transport": "sse", "url": w.url("/mcp/sse")}, mcpTools(), "everything__"},
+		{"http-server", map[string]any{"transport": "http", "url": w.url("/mcp/everything")}, nil, ""},
+	} {
+		t.Run(face.name, func(t *testing.T) {
+			opts := map[string]any{"sdk": sdk, "token": w.token, "fixtures": w.fixtures(face.prefix, face.lm != nil),
+				"vars": map[string]string{"everything": w.url("/mcp/everything"), "token": w.token}}
+			for k, v := range face.opts {
+				opts[k] = v
+			}
+			r := w.runClient(t, opts)
+			got := r.toolNames()
+			var lmListed []string
+			for _, n := range got {
+				if slices.Contains(mcpTools(), n) {
+					lmListed = append(lmListed, n)
+				}
+			}
+			if !slices.Equal(lmListed, face.lm) {
+				t.Errorf("lm tools listed:\n%v\nwant:\n%v", lmListed, face.lm)
+			}
+			if face.opts["transport"] != "stdio" && len(everythingTools(r, face.prefix)) == 0 {
+				t.Errorf("the hub's server-everything tools are missing: %v", got)
+			}
+			if face.lm != nil && (!slices.Contains(r.Resources, "tasks://cwd") || !slices.Contains(r.Templates, "joblog://{id}{?from}")) {
+				t.Errorf("resources %v, templates %v", r.Resources, r.Templates)
+			}
+			checkCalls(t, r, face.lm)
+			// Each run stops and starts the hub's server; the next face
+			// finds it running again.
+			w.awaitEverything(t)
+		})
+	}
+}
+
+// allGroupsFlags are `lm mcp`'s flags that expose every group.
+func allGroupsFlags() []string {
+	return []string{"--only", strings.Join(mcpx.Groups(registry.All()), ",")}
+}
+
+// defaultTools is what mcp-go's client lists from `lm mcp` without flags:
+// the default tool set, seen by an independent client.
+func defaultTools(t *testing.T, w *interopWorld) []string {
+	t.Helper()
+	c := startMCPIn(t, w.home, w.project, "interop-default")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// tail is the end of a long log.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
