@@ -334,3 +334,67 @@ func tail(s string, n int) string {
 	}
 	return "…" + s[len(s)-n:]
 }
+
+// TestInspectorCLI: the MCP Inspector's CLI lists the tools and calls one on
+// every face.
+func TestInspectorCLI(t *testing.T) {
+	w := newInteropWorld(t)
+	lm, _ := exec.LookPath("lm")
+	bearer := "Authorization: Bearer " + w.token
+	for _, face := range []struct {
+		name   string
+		target []string
+		tool   string // a tool the face lists
+		args   []string
+		want   string // in the call's structuredContent or text
+	}{
+		{"stdio", []string{lm, "mcp"}, "queue_add", []string{"content=from the inspector"}, `"from the inspector"`},
+		{"http", []string{w.url("/mcp"), "--transport", "http", "--header", bearer}, "everything__echo", []string{"message=through /mcp"}, "Echo: through /mcp"},
+		{"sse", []string{w.url("/mcp/sse"), "--transport", "sse", "--header", bearer}, "lm_version", nil, `"version"`},
+		{"http-server", []string{w.url("/mcp/everything"), "--transport", "http", "--header", bearer}, "echo", []string{"message=to one server"}, "Echo: to one server"},
+	} {
+		t.Run(face.name, func(t *testing.T) {
+			var list struct{ Tools []struct{ Name string } }
+			inspect(t, w, &list, append(face.target, "--method", "tools/list")...)
+			if !slices.ContainsFunc(list.Tools, func(tool struct{ Name string }) bool { return tool.Name == face.tool }) {
+				t.Fatalf("tools/list has no %s: %v", face.tool, list.Tools)
+			}
+			args := append(face.target, "--method", "tools/call", "--tool-name", face.tool)
+			for _, a := range face.args {
+				args = append(args, "--tool-arg", a)
+			}
+			var result struct {
+				IsError           bool            `json:"isError"`
+				Content           []struct{ Text string }
+				StructuredContent json.RawMessage `json:"structuredContent"`
+			}
+			inspect(t, w, &result, args...)
+			text := string(result.StructuredContent)
+			for _, c := range result.Content {
+				text += c.Text
+			}
+			if result.IsError || !strings.Contains(text, face.want) {
+				t.Errorf("tools/call %s: isError %v, %s", face.tool, result.IsError, text)
+			}
+		})
+	}
+}
+
+// inspect runs the Inspector CLI and decodes the JSON it prints.
+func inspect(t *testing.T, w *interopWorld, into any, args ...string) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{filepath.Join(w.nodeDir, "node_modules", ".bin", "mcp-inspector-cli"), "--cli"}, args...)...)
+	// 1.0.3 looks for its package.json relative to the working directory
+	// but loads it relative to itself: from a directory one below
+	// testdata/node the two agree.
+	cmd.Dir = filepath.Join(w.nodeDir, "interop")
+	cmd.Env = lmEnv(w.home)
+	out, err := cmd.CombinedOutput()
+	start := bytes.IndexByte(out, '{')
+	if err != nil || start < 0 {
+		t.Fatalf("inspector %v: %v\n%s", args, err, tail(string(out), 4000))
+	}
+	if err := json.NewDecoder(bytes.NewReader(out[start:])).Decode(into); err != nil {
+		t.Fatalf("inspector %v: %v\n%s", args, err, tail(string(out), 4000))
+	}
+}
