@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/mcpx"
@@ -396,5 +398,94 @@ func inspect(t *testing.T, w *interopWorld, into any, args ...string) {
 	}
 	if err := json.NewDecoder(bytes.NewReader(out[start:])).Decode(into); err != nil {
 		t.Fatalf("inspector %v: %v\n%s", args, err, tail(string(out), 4000))
+	}
+}
+
+// The protocol versions lm is verified with: what the TypeScript SDKs
+// speak, and mcp-go's newest, stateless one.
+var (
+	handshakeVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+	statelessVersion  = "2026-07-28"
+)
+
+// TestProtocolVersions: clients pinned to each protocol version negotiate
+// it, list the tools, call one and set the log level where the version has
+// logging/setLevel.
+func TestProtocolVersions(t *testing.T) {
+	w := newInteropWorld(t)
+	for _, version := range handshakeVersions {
+		for _, c := range []struct {
+			sdk  string
+			face map[string]any
+		}{
+			{"1", w.lmCommand()},
+			{"2", map[string]any{"transport": "http", "url": w.url("/mcp")}},
+		} {
+			t.Run(fmt.Sprintf("%s/sdk%s/%s", version, c.sdk, c.face["transport"]), func(t *testing.T) {
+				opts := map[string]any{"sdk": c.sdk, "token": w.token, "protocol": version, "callOnly": []string{"lm_version"}, "logLevel": "debug"}
+				for k, v := range c.face {
+					opts[k] = v
+				}
+				r := w.runClient(t, opts)
+				if r.ProtocolVersion != version {
+					t.Errorf("asked for %s, the server answered %s", version, r.ProtocolVersion)
+				}
+				if r.Capabilities["logging"] == nil || r.SetLevel != "ok" {
+					t.Errorf("logging capability %v, logging/setLevel: %s", r.Capabilities["logging"], r.SetLevel)
+				}
+				if len(r.Tools) == 0 || r.Calls["lm_version"].Outcome != "ok" || !r.Calls["lm_version"].Validated {
+					t.Errorf("%d tools, lm_version: %+v", len(r.Tools), r.Calls["lm_version"])
+				}
+			})
+		}
+	}
+	for _, version := range append(slices.Clone(handshakeVersions), statelessVersion) {
+		for _, face := range []string{"stdio", "http"} {
+			t.Run(version+"/mcp-go/"+face, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var c *client.Client
+				var err error
+				if face == "stdio" {
+					c, err = client.NewStdioMCPClientWithOptions("lm", []string{"LM_HOME=" + w.home, "LM_STORE="}, []string{"mcp"})
+				} else {
+					c, err = client.NewStreamableHttpClient(w.url("/mcp"), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + w.token}))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if err := c.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				req := mcp.InitializeRequest{}
+				req.Params.ProtocolVersion = version
+				req.Params.ClientInfo = mcp.Implementation{Name: "interop-mcp-go", Version: "1"}
+				init, err := c.Initialize(ctx, req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if init.ProtocolVersion != version {
+					t.Errorf("asked for %s, the server answered %s", version, init.ProtocolVersion)
+				}
+				tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+				if err != nil || len(tools.Tools) == 0 {
+					t.Fatalf("tools/list: %v (%d tools)", err, len(tools.Tools))
+				}
+				call := mcp.CallToolRequest{}
+				call.Params.Name = "lm_version"
+				res, err := c.CallTool(ctx, call)
+				if err != nil || res.IsError || res.StructuredContent == nil {
+					t.Fatalf("lm_version: %v %+v", err, res)
+				}
+				if version != statelessVersion {
+					level := mcp.SetLevelRequest{}
+					level.Params.Level = mcp.LoggingLevelDebug
+					if err := c.SetLevel(ctx, level); err != nil {
+						t.Errorf("logging/setLevel: %v", err)
+					}
+				}
+			})
+		}
 	}
 }

@@ -10,7 +10,8 @@
 // (@modelcontextprotocol/client); transport "stdio" (command, args, env),
 // "http" (streamable HTTP) or "sse" (url, token); protocol pins the version
 // the client asks for; fixtures lists files of calls ({file, prefix}), vars
-// the values they refer to as ${vars.name}; calls false
+// the values they refer to as ${vars.name}; callOnly names the only tools to
+// call (no mistyped calls then); calls false
 // stops after the lists; logLevel sends logging/setLevel. It prints one JSON report and exits 0 when it
 // could run (what the report says is for the caller to judge), 1 when the
 // connection or a list failed.
@@ -126,8 +127,10 @@ async function callEverything() {
   // Fixtures run in their order (a later one may use an earlier result);
   // every other tool runs with arguments built from its schema where the
   // fixtures say {"others": true}, else at the end.
-  const others = tools.filter((t) => !fixtures.some((f) => f.tool === t.name)).map((t) => ({ tool: t.name }));
-  const steps = fixtures.filter((f) => f.others || byName.has(f.tool));
+  const others = opts.callOnly ? [] : tools.filter((t) => !fixtures.some((f) => f.tool === t.name)).map((t) => ({ tool: t.name }));
+  const steps = opts.callOnly
+    ? opts.callOnly.filter((tool) => byName.has(tool)).map((tool) => fixtures.find((f) => f.tool === tool) ?? { tool })
+    : fixtures.filter((f) => f.others || byName.has(f.tool));
   const at = steps.findIndex((f) => f.others);
   const plan = at < 0 ? [...steps, ...others] : [...steps.slice(0, at), ...others, ...steps.slice(at + 1)];
   for (const step of plan) {
@@ -145,7 +148,7 @@ async function callEverything() {
     delete outcome.structured;
     report.calls[key] = { tool: step.tool, expect: step.expect, ...outcome };
   }
-  for (const tool of tools) report.invalid[tool.name] = await callMistyped(tool);
+  if (!opts.callOnly) for (const tool of tools) report.invalid[tool.name] = await callMistyped(tool);
 }
 
 async function call(tool, args) {
