@@ -81,10 +81,13 @@ func (w *interopWorld) startGateway(t *testing.T) {
 }
 
 // awaitEverything waits until the hub runs server-everything.
-func (w *interopWorld) awaitEverything(t *testing.T) {
+func (w *interopWorld) awaitEverything(t *testing.T) { w.awaitServer(t, "everything") }
+
+// awaitServer waits until the hub runs the server name.
+func (w *interopWorld) awaitServer(t *testing.T, name string) {
 	t.Helper()
 	waitFor(t, func() bool {
-		out, _ := runLM(t, w.home, "", "servers", "status", "-r", "--jq", `.servers[] | select(.name=="everything") | .state`)
+		out, _ := runLM(t, w.home, "", "servers", "status", "-r", "--jq", fmt.Sprintf(`.servers[] | select(.name==%q) | .state`, name))
 		return strings.TrimSpace(out) == "running"
 	})
 }
@@ -487,5 +490,66 @@ func TestProtocolVersions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestStrictClientBesideALooseUpstream: a configured server lists a tool
+// whose schema strict clients reject. The TypeScript SDK 1.x client still
+// lists /mcp (lm's tools and the server's other tool); the server's own
+// endpoint passes the tool on as the server gave it; lm servers status says
+// what was left off and why.
+func TestStrictClientBesideALooseUpstream(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newInteropWorld(t)
+	runLM(t, w.home, "", "servers", "add", "loose", "--auto-start", "--", node, filepath.Join(w.nodeDir, "interop", "loose-schema-server.mjs"))
+	runLM(t, w.home, "", "servers", "start", "loose")
+	w.awaitServer(t, "loose")
+
+	r := w.runClient(t, map[string]any{"sdk": "1", "transport": "http", "url": w.url("/mcp"), "token": w.token, "calls": false})
+	names := r.toolNames()
+	for _, want := range []string{"get_user_request", "loose__fine", "everything__echo"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is missing from /mcp: %v", want, names)
+		}
+	}
+	if slices.Contains(names, "loose__loose") {
+		t.Error("/mcp lists the tool strict clients reject")
+	}
+	out, _ := runLM(t, w.home, "", "servers", "status", "loose", "-r", "--jq", ".servers[0].unlisted[]")
+	if !strings.Contains(out, `loose: inputSchema: property "anything" is the boolean schema true`) {
+		t.Errorf("servers status does not say what was left off: %q", out)
+	}
+
+	// The server's own endpoint is the server as it is.
+	c, err := client.NewStreamableHttpClient(w.url("/mcp/loose"), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + w.token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "interop", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loose []byte
+	for _, tool := range tools.Tools {
+		if tool.Name == "loose" {
+			loose, _ = json.Marshal(tool.InputSchema)
+		}
+	}
+	if !strings.Contains(string(loose), `"anything":true`) {
+		t.Errorf("/mcp/loose changed the tool's schema: %s", loose)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/mcpschema"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -81,17 +82,13 @@ func TestSchemaCheckerFindsWhatClientsReject(t *testing.T) {
 	}
 }
 
-// mcpSchemaProblems lists what is wrong with a tool's root schema.
+// mcpSchemaProblems lists what MCP clients reject in a tool's root schema,
+// and any boolean sub-schema below it.
 func mcpSchemaProblems(root any) []string {
-	obj, ok := root.(map[string]any)
-	if !ok {
-		return []string{fmt.Sprintf("the root is %s, not an object schema", op.JSONType(root))}
+	problems := mcpschema.RootProblems(root)
+	if obj, ok := root.(map[string]any); ok {
+		walkSchema("#", obj, &problems)
 	}
-	var problems []string
-	if obj["type"] != "object" {
-		problems = append(problems, fmt.Sprintf(`the root's type is %v, not "object"`, obj["type"]))
-	}
-	walkSchema("#", obj, &problems)
 	return problems
 }
 

@@ -383,7 +383,7 @@ func (c *child) status() servers.Status {
 		Name: c.name, Description: c.cfg.Description, Transport: c.cfg.Kind(), Enabled: c.cfg.IsEnabled(), AutoStart: c.cfg.AutoStart,
 		State: c.state, Pid: c.pid, RestartCount: c.restarts, LastError: c.lastErr, LastExit: c.lastExit,
 		Tools: len(c.mirrored.tools), Prompts: len(c.mirrored.prompts), Resources: len(c.mirrored.resources),
-		Collisions: c.mirrored.collisions,
+		Collisions: c.mirrored.collisions, Unlisted: c.mirrored.unlisted,
 	}
 	if !c.startedAt.IsZero() && s.Healthy() {
 		t := c.startedAt.UTC()
