@@ -369,7 +369,7 @@ func TestInspectorCLI(t *testing.T) {
 				args = append(args, "--tool-arg", a)
 			}
 			var result struct {
-				IsError           bool            `json:"isError"`
+				IsError           bool `json:"isError"`
 				Content           []struct{ Text string }
 				StructuredContent json.RawMessage `json:"structuredContent"`
 			}

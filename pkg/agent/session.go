@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/liveness"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -355,12 +356,13 @@ func (s *Session) Heartbeat(ctx context.Context) error {
 	}
 }
 
-// Ping checks the server answers, within the heartbeat interval.
+// Ping checks the server answers (ping, or server/discover where ping is
+// gone: liveness.Probe), within the heartbeat interval.
 func (s *Session) Ping(ctx context.Context) error {
 	return s.call(ctx, func(c *client.Client) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 		defer cancel()
-		err := c.Ping(ctx)
+		err := liveness.Probe(ctx, c)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return transport.NewError(fmt.Errorf("no answer to ping within %s", s.opts.Heartbeat))
 		}

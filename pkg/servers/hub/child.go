@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/liveness"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/breaker"
 )
@@ -334,7 +335,8 @@ func stderrSuffix(proc *process) string {
 }
 
 // watch probes the child's health until it fails or ctx ends. A probe is
-// an MCP ping, and every listEvery-th a tools/list; a slow answer marks
+// a request every protocol version answers (liveness.Probe), and every
+// listEvery-th a tools/list; a slow answer marks
 // the server degraded, a missing one restarts it.
 func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process, exited <-chan struct{}) error {
 	tick := time.NewTicker(cfg.HealthInterval())
@@ -349,7 +351,7 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 		}
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, cfg.CallTimeout()))
 		began := time.Now()
-		err := cl.Ping(pctx)
+		err := liveness.Probe(pctx, cl)
 		if err == nil && n%listEvery == 0 && cl.GetServerCapabilities().Tools != nil {
 			_, err = cl.ListTools(pctx, mcp.ListToolsRequest{})
 		}
