@@ -206,7 +206,7 @@ func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 	}
 	stop()
 	httpServer(t, bin, port) // a new process: the old session id is unknown to it
-	res, err := s.CallTool(context.Background(), tool, map[string]any{"message": "again"})
+	res, err := s.CallTool(context.Background(), tool, map[string]any{"message": "again"}, nil)
 	if err != nil || !strings.Contains(jsonOf(res), "Echo: again") {
 		t.Fatalf("call after restart: %v %s\nstates:\n%s", err, jsonOf(res), status)
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt, handshake included;
 	// npx may have to download a server first.
 	ConnectTimeout time.Duration
+	// CallTimeout bounds each request after the handshake (a reconnect
+	// included); when it passes the request fails with exit 7. Zero waits
+	// as long as the server takes.
+	CallTimeout time.Duration
 	// Status receives the state lines ("lm: server X: connected").
 	Status io.Writer
 }
@@ -100,6 +104,10 @@ type Session struct {
 	// outlive every call (mcp-go kills the child when Start's context ends).
 	life context.Context
 	stop context.CancelFunc
+
+	// progress routes notifications/progress to the call whose token
+	// they carry.
+	progress sync.Map // token string → func(Progress)
 
 	redial    sync.Mutex // held while reconnecting
 	mu        sync.Mutex // guards the fields below
@@ -229,6 +237,7 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		return err
 	}
 	c := client.NewClient(t)
+	c.OnNotification(s.notified)
 	if err := c.Start(s.life); err != nil {
 		c.Close()
 		return s.withStderr(c, err)
@@ -268,12 +277,28 @@ func (s *Session) withStderr(c *client.Client, err error) error {
 // call runs fn on the live client. When the connection turns out to be
 // dropped, an HTTP or SSE target is reconnected with exponential backoff and
 // fn is run again if retry allows it for the error seen.
-func (s *Session) call(ctx context.Context, fn func(*client.Client) error, retry func(error) bool) error {
+// call runs fn on the live client within the call timeout, reconnecting
+// a dropped HTTP connection once when retry allows it.
+func (s *Session) call(ctx context.Context, fn func(context.Context, *client.Client) error, retry func(error) bool) error {
+	if s.opts.CallTimeout <= 0 {
+		return s.attempt(ctx, fn, retry)
+	}
+	bounded, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	err := s.attempt(bounded, fn, retry)
+	if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		return op.Errorf(op.KindTimeout, "%s did not answer within %s", s.target, s.opts.CallTimeout).
+			WithHint("wait longer with --timeout DURATION (a configured server's default is its timeout setting)")
+	}
+	return err
+}
+
+func (s *Session) attempt(ctx context.Context, fn func(context.Context, *client.Client) error, retry func(error) bool) error {
 	c, err := s.live(ctx)
 	if err != nil {
 		return err
 	}
-	err = fn(c)
+	err = fn(ctx, c)
 	if err == nil || !connectionLost(err) || ctx.Err() != nil {
 		return err
 	}
@@ -293,7 +318,7 @@ func (s *Session) call(ctx context.Context, fn func(*client.Client) error, retry
 	if err != nil {
 		return err
 	}
-	return fn(c)
+	return fn(ctx, c)
 }
 
 func (s *Session) live(ctx context.Context) (*client.Client, error) {
@@ -359,7 +384,7 @@ func (s *Session) Heartbeat(ctx context.Context) error {
 // Ping checks the server answers (ping, or server/discover where ping is
 // gone: liveness.Probe), within the heartbeat interval.
 func (s *Session) Ping(ctx context.Context) error {
-	return s.call(ctx, func(c *client.Client) error {
+	return s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 		defer cancel()
 		err := liveness.Probe(ctx, c)

@@ -16,6 +16,8 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"lmtool.dev/lm/pkg/mcpschema"
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers/cache"
 )
 
@@ -343,6 +345,11 @@ func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string)
 		v, err := h.forward(ctx, c, "tools/call", upstream, key, func(ctx context.Context, cl *client.Client) (any, error) {
 			return cl.CallTool(ctx, mcp.CallToolRequest{Params: params})
 		})
+		if op.KindOf(err) == op.KindTimeout {
+			// The tool ran out of time: a result the model can read, with
+			// lm's envelope (category timeout, exit 7).
+			return mcpx.ErrorResult(err), nil
+		}
 		if err != nil {
 			return nil, err
 		}
