@@ -112,6 +112,10 @@ type Session struct {
 	redial    sync.Mutex // held while reconnecting
 	mu        sync.Mutex // guards the fields below
 	client    *client.Client
+	// dropped is closed when client's legacy SSE stream ends: a request
+	// waiting for its answer on that stream fails then, not after the
+	// transport's response timeout.
+	dropped   chan struct{}
 	init      *mcp.InitializeResult
 	transport string
 	child     *exec.Cmd
@@ -238,6 +242,10 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 	}
 	c := client.NewClient(t)
 	c.OnNotification(s.notified)
+	dropped := make(chan struct{})
+	if kind == "sse" {
+		c.OnConnectionLost(func(error) { dropOnce(dropped) })
+	}
 	if err := c.Start(s.life); err != nil {
 		c.Close()
 		return s.withStderr(c, err)
@@ -254,7 +262,7 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.client, s.init, s.transport, s.child = c, init, kind, child
+	s.client, s.dropped, s.init, s.transport, s.child = c, dropped, init, kind, child
 	s.mu.Unlock()
 	return nil
 }
@@ -294,11 +302,11 @@ func (s *Session) call(ctx context.Context, fn func(context.Context, *client.Cli
 }
 
 func (s *Session) attempt(ctx context.Context, fn func(context.Context, *client.Client) error, retry func(error) bool) error {
-	c, err := s.live(ctx)
+	c, dropped, err := s.live(ctx)
 	if err != nil {
 		return err
 	}
-	err = fn(ctx, c)
+	err = onStream(ctx, dropped, func(ctx context.Context) error { return fn(ctx, c) })
 	if err == nil || !connectionLost(err) || ctx.Err() != nil {
 		return err
 	}
@@ -314,21 +322,53 @@ func (s *Session) attempt(ctx context.Context, fn func(context.Context, *client.
 		return op.Errorf(op.KindUnavailable, "the connection to %s dropped during the call, which may or may not have run: %w", s.target, err).
 			WithHint("the session is reconnected; check the server's state before running it again")
 	}
-	c, err = s.live(ctx)
+	c, dropped, err = s.live(ctx)
 	if err != nil {
 		return err
 	}
-	return fn(ctx, c)
+	return onStream(ctx, dropped, func(ctx context.Context) error { return fn(ctx, c) })
 }
 
-func (s *Session) live(ctx context.Context) (*client.Client, error) {
+// errStreamDropped ends a request whose SSE stream ended under it.
+var errStreamDropped = errors.New("the SSE stream ended")
+
+// onStream runs fn, ending it as soon as dropped closes with a transport
+// error, which the caller treats as a lost connection.
+func onStream(ctx context.Context, dropped <-chan struct{}, fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-dropped:
+			cancel(errStreamDropped)
+		case <-ctx.Done():
+		}
+	}()
+	err := fn(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errStreamDropped) {
+		return transport.NewError(errStreamDropped)
+	}
+	return err
+}
+
+// dropOnce closes ch unless it is closed; the transport reports a lost
+// stream once, from its reader.
+func dropOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+func (s *Session) live(ctx context.Context) (*client.Client, <-chan struct{}, error) {
 	s.mu.Lock()
-	c := s.client
+	c, dropped := s.client, s.dropped
 	s.mu.Unlock()
 	if c != nil {
-		return c, nil
+		return c, dropped, nil
 	}
-	return nil, op.Errorf(op.KindUnavailable, "not connected to %s", s.target)
+	return nil, nil, op.Errorf(op.KindUnavailable, "not connected to %s", s.target)
 }
 
 // reconnect replaces the dropped client stale (unless another caller has

@@ -241,6 +241,14 @@ func (c *child) run(ctx context.Context) (err error) {
 	// reader to the context given to Start.
 	cl := client.NewClient(tr)
 	cl.OnNotification(func(n mcp.JSONRPCNotification) { c.hub.upstreamNotification(c, n) })
+	// The legacy SSE transport waits for every answer on one stream: when
+	// it ends the session is over at once, and the calls waiting on it fail
+	// with it rather than after their timeout.
+	streamEnded := make(chan struct{})
+	if cfg.Kind() == servers.SSE {
+		var once sync.Once
+		cl.OnConnectionLost(func(error) { once.Do(func() { close(streamEnded) }) })
+	}
 	if err := cl.Start(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -267,7 +275,7 @@ func (c *child) run(ctx context.Context) (err error) {
 		c.session = nil
 		c.mu.Unlock()
 	}()
-	return c.watch(ctx, cl, cfg, proc, exited)
+	return c.watch(ctx, cl, cfg, proc, exited, streamEnded)
 }
 
 func (c *child) initialize(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process) error {
@@ -338,7 +346,7 @@ func stderrSuffix(proc *process) string {
 // a request every protocol version answers (liveness.Probe), and every
 // listEvery-th a tools/list; a slow answer marks
 // the server degraded, a missing one restarts it.
-func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process, exited <-chan struct{}) error {
+func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process, exited, streamEnded <-chan struct{}) error {
 	tick := time.NewTicker(cfg.HealthInterval())
 	defer tick.Stop()
 	for n := 1; ; n++ {
@@ -347,6 +355,8 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 			return ctx.Err()
 		case <-exited:
 			return fmt.Errorf("exited (%s)%s", proc.exitText(), stderrSuffix(proc))
+		case <-streamEnded:
+			return errors.New("its SSE stream ended")
 		case <-tick.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, cfg.CallTimeout()))
