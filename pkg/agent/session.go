@@ -109,9 +109,9 @@ type Session struct {
 	// they carry.
 	progress sync.Map // token string → func(Progress)
 
-	redial    sync.Mutex // held while reconnecting
-	mu        sync.Mutex // guards the fields below
-	client    *client.Client
+	redial sync.Mutex // held while reconnecting
+	mu     sync.Mutex // guards the fields below
+	client *client.Client
 	// dropped is closed when client's legacy SSE stream ends: a request
 	// waiting for its answer on that stream fails then, not after the
 	// transport's response timeout.
