@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -551,5 +553,39 @@ func TestStrictClientBesideALooseUpstream(t *testing.T) {
 	}
 	if !strings.Contains(string(loose), `"anything":true`) {
 		t.Errorf("/mcp/loose changed the tool's schema: %s", loose)
+	}
+}
+
+// TestCallProgressOnATerminal: on a terminal, lm servers call shows the
+// server's progress as one line rewritten in place, ended once complete.
+func TestCallProgressOnATerminal(t *testing.T) {
+	everything := npmtest.Skip(t, "mcp-server-everything")
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command("lm", "servers", "call", "trigger-long-running-operation", `{"duration":0.3,"steps":3}`, "--", everything)
+	cmd.Env = lmEnv(t.TempDir())
+	var stdout bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, &stdout, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	screen, _ := io.ReadAll(ptmx) // ends with EIO once lm has exited
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("lm servers call: %v\n%s", err, screen)
+	}
+	for _, want := range []string{"\r\x1b[Klm: trigger-long-running-operation: 1/3", "\r\x1b[Klm: trigger-long-running-operation: 3/3"} {
+		if !bytes.Contains(screen, []byte(want)) {
+			t.Errorf("the terminal lacks %q:\n%q", want, screen)
+		}
+	}
+	if bytes.Contains(screen, []byte("1/3\r\n")) {
+		t.Errorf("progress before the end ends its line:\n%q", screen)
+	}
+	if !strings.Contains(stdout.String(), "Long running operation completed") {
+		t.Errorf("stdout: %s", stdout.String())
 	}
 }
