@@ -16,6 +16,7 @@ import (
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -27,7 +28,10 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
 			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			&ucli.DurationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
+			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			allowFlag(),
 		}
 	}
 	return &ucli.Command{
@@ -38,6 +42,8 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
 			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins. With LM_API_TOKEN set " +
 			"(or --token-file) /api and /mcp need \"Authorization: Bearer TOKEN\".\n\n" +
+			"Callers of /mcp, /mcp/sse and spec 002's /sse and /messages are agents, offered the agent profile; --allow widens it " +
+			"(see docs/callers.md).\n\n" +
 			"Agents: {\"mcpServers\": {\"lm\": {\"url\": \"http://" + gateway.DefaultAddr + "/mcp\"}}}",
 		Flags:  serveFlags(),
 		Action: a.gatewayServe,
@@ -112,7 +118,12 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	// The gateway's callers are whoever reaches its port: they start as
 	// anonymous, and each request is credited with what its token proves.
+	// Its stdin and stdout are nobody's to use.
 	env.Caller = op.Caller{}
+	env.Stdin, env.Stdout = nil, nil
+	if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+		return fail(err)
+	}
 	token, err := gatewayToken(cmd)
 	if err != nil {
 		return fail(err)
@@ -122,7 +133,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(a.streams.Err, nil)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Stateful: cmd.Bool("stateful"), Log: log})
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Log: log,
+		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
 	}
@@ -182,7 +194,11 @@ func serveArgs(cmd *ucli.Command) []string {
 		args = append(args, "--token-file", f)
 	}
 	if cmd.Bool("stateful") {
-		args = append(args, "--stateful")
+		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
+			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
+	}
+	for _, g := range commaList(cmd.StringSlice("allow")) {
+		args = append(args, "--allow", g)
 	}
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
@@ -197,6 +213,10 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	if _, err := gatewayToken(cmd); err != nil {
+		return fail(err)
+	}
+	// A mistyped --allow fails here, not in the background process's log.
+	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
 		return fail(err)
 	}
 	exe, err := os.Executable()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,14 +22,15 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/registry"
 )
 
 // interopWorld is what the third-party clients work against: a git project,
-// a store with server-everything configured, and a gateway serving /mcp
-// behind a token, with the hub running that server.
+// a store with server-everything configured twice — "everything", a stdio
+// child the hub runs, and "remote", one already serving streamable HTTP
+// (so that direct calls need not start a process each) — and a gateway
+// serving /mcp behind a token.
 type interopWorld struct {
 	home, project, addr, token string
 	// nodeDir is testdata/node: the pinned npm packages and the scripts
@@ -53,8 +55,41 @@ func newInteropWorld(t *testing.T) *interopWorld {
 		t.Fatal(err)
 	}
 	runLM(t, w.home, "", "servers", "add", "everything", "--auto-start", "--", everything)
+	runLM(t, w.home, "", "servers", "add", "remote", "--url", serveHTTP(t, everything)+"/mcp")
+	// get_user_request on an empty queue answers after the person's wait.
+	runLM(t, w.home, "", "queue", "config", "default_wait_seconds=1")
 	w.startGateway(t)
 	return w
+}
+
+// serveHTTP runs server-everything over streamable HTTP on a free loopback
+// port and returns its base URL.
+func serveHTTP(t *testing.T, everything string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(everything, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+addr[strings.LastIndexByte(addr, ':')+1:])
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	waitFor(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "http://" + addr
 }
 
 func (w *interopWorld) startGateway(t *testing.T) {
@@ -197,6 +232,11 @@ func checkCalls(t *testing.T, r clientReport, lmTools []string) {
 			t.Errorf("%s was listed but not called", name)
 		}
 	}
+	outcomes := map[string]int{}
+	for _, c := range r.Calls {
+		outcomes[c.Outcome+" "+c.Category]++
+	}
+	t.Logf("%d calls: %v", len(r.Calls), outcomes)
 	for key, c := range r.Calls {
 		switch {
 		case c.Outcome == "task only" && !slices.Contains(lmTools, c.Tool):
@@ -250,21 +290,21 @@ func sdkOnEveryFace(t *testing.T, sdk string) {
 		}
 		return names
 	}
+	gateway := w.listedByMCPGo(t, "/mcp")
 	for _, face := range []struct {
 		name   string
 		opts   map[string]any
 		lm     []string // lm's tools the face lists
 		prefix string   // how the face names server-everything's tools
 	}{
-		{"stdio/default", w.lmCommand(), defaultTools(t, w), ""},
+		{"stdio/default", w.lmCommand(), w.listedByMCPGo(t, ""), ""},
 		{"stdio/all-groups", w.lmCommand(allGroupsFlags()...), mcpTools(), ""},
-		{"http", map[string]any{"transport": "http", "url": w.url("/mcp")}, mcpTools(), "everything__"},
-		{"sse", map[string]any{"transport": "sse", "url": w.url("/mcp/sse")}, mcpTools(), "everything__"},
+		{"http", map[string]any{"transport": "http", "url": w.url("/mcp")}, gateway, "everything__"},
+		{"sse", map[string]any{"transport": "sse", "url": w.url("/mcp/sse")}, gateway, "everything__"},
 		{"http-server", map[string]any{"transport": "http", "url": w.url("/mcp/everything")}, nil, ""},
 	} {
 		t.Run(face.name, func(t *testing.T) {
-			opts := map[string]any{"sdk": sdk, "token": w.token, "fixtures": w.fixtures(face.prefix, face.lm != nil),
-				"vars": map[string]string{"everything": w.url("/mcp/everything"), "token": w.token}}
+			opts := map[string]any{"sdk": sdk, "token": w.token, "fixtures": w.fixtures(face.prefix, face.lm != nil)}
 			for k, v := range face.opts {
 				opts[k] = v
 			}
@@ -286,32 +326,51 @@ func sdkOnEveryFace(t *testing.T, sdk string) {
 				t.Errorf("resources %v, templates %v", r.Resources, r.Templates)
 			}
 			checkCalls(t, r, face.lm)
-			// Each run stops and starts the hub's server; the next face
-			// finds it running again.
+			// A run with every group stops and starts the hub's server; the
+			// next face finds it running again.
 			w.awaitEverything(t)
 		})
 	}
 }
 
-// allGroupsFlags are `lm mcp`'s flags that expose every group.
-func allGroupsFlags() []string {
-	return []string{"--only", strings.Join(mcpx.Groups(registry.All()), ",")}
-}
+// allGroupsFlags are `lm mcp`'s flags that let an agent call every tool.
+func allGroupsFlags() []string { return []string{"--allow", "all"} }
 
-// defaultTools is what mcp-go's client lists from `lm mcp` without flags:
-// the default tool set, seen by an independent client.
-func defaultTools(t *testing.T, w *interopWorld) []string {
+// listedByMCPGo is what mcp-go's client lists of lm's own tools from `lm mcp`
+// without flags (path "") or from the gateway's path: the face's tool set,
+// seen by an independent client.
+func (w *interopWorld) listedByMCPGo(t *testing.T, path string) []string {
 	t.Helper()
-	c := startMCPIn(t, w.home, w.project, "interop-default")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var c *client.Client
+	if path == "" {
+		c = startMCPIn(t, w.home, w.project, "interop-default")
+	} else {
+		var err error
+		c, err = client.NewStreamableHttpClient(w.url(path), transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + w.token}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		req := mcp.InitializeRequest{}
+		req.Params.ClientInfo = mcp.Implementation{Name: "interop-mcp-go", Version: "1"}
+		if _, err := c.Initialize(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, tool := range tools.Tools {
-		names = append(names, tool.Name)
+		if slices.Contains(mcpTools(), tool.Name) {
+			names = append(names, tool.Name)
+		}
 	}
 	sort.Strings(names)
 	return names

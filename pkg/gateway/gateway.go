@@ -63,9 +63,9 @@ type Options struct {
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on
 	// /api/* and /mcp.
 	Token string
-	// Stateful makes /mcp keep sessions (Mcp-Session-Id, DELETE ends one);
-	// the default is stateless so agents survive a gateway restart.
-	Stateful bool
+	// Sessions is how /mcp and /mcp/{server} keep MCP sessions: stateless
+	// by default; stateful ones expire when idle and are bounded in number.
+	Sessions mcpx.Sessions
 	// KeepAlive is the event-stream keep-alive interval (DefaultKeepAlive
 	// when zero).
 	KeepAlive time.Duration
@@ -116,12 +116,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
-	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Aggregate: mcpServer, Log: opts.Log}); err != nil {
+	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Environ: opts.Env.Environ, Aggregate: mcpServer, Log: opts.Log}); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
 	settings := s.servers.Settings()
-	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+	if s.enhance, err = enhance.New(opts.Env.Home, s.opts.Env.LookupEnv, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.handler = s.routes(mcpServer)
@@ -132,29 +132,32 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes(m *server.MCPServer) http.Handler {
+	page := func(h http.Handler) http.Handler { return s.authorized(credited(op.RolePerson, h)) }
+	agents := func(h http.Handler) http.Handler { return s.authorized(credited(op.RoleAgent, h)) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	for _, r := range apiRoutes {
-		mux.Handle(r.method+" "+r.path, s.authorized(s.apiHandler(r)))
+		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
 	}
-	mux.Handle("GET /api/events", s.authorized(http.HandlerFunc(s.events)))
-	mux.Handle("/api/", s.authorized(http.HandlerFunc(apiNotFound)))
+	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
+	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	streamable := server.NewStreamableHTTPServer(m, server.WithStateful(s.opts.Stateful), server.WithStateLess(!s.opts.Stateful),
-		server.WithHeartbeatInterval(s.opts.KeepAlive))
+	streamable := server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
+		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", s.authorized(streamable))
-	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
-	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
-	hubRoutes := s.authorized(s.servers.Handler(s.opts.Stateful))
-	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
-		mux.Handle(p, hubRoutes)
+	mux.Handle("/mcp", agents(streamable))
+	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
+	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
+	hub := s.servers.Handler(s.opts.Sessions)
+	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache"} {
+		mux.Handle(p, page(hub))
 	}
-	s.spec002Routes(mux)
-	mux.Handle("POST /ollama/enhance", s.authorized(s.enhance.Handler()))
+	mux.Handle("/mcp/{server}", agents(hub))
+	s.spec002Routes(mux, agents)
+	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))
@@ -194,7 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	if err != nil {
 		return err
 	}
-	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Stateful), ReadHeaderTimeout: readHeaderTimeout,
+	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Sessions), ReadHeaderTimeout: readHeaderTimeout,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }, ErrorLog: srv.ErrorLog}
 	go controlSrv.Serve(control)
 	// Children never outlive the gateway: they stop after the listeners.
@@ -206,7 +209,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// Logged before the ready functions announce the gateway, so whoever
 	// they tell finds the line in the log.
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
+		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Sessions.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()
