@@ -414,7 +414,7 @@ func TestInspectorCLI(t *testing.T) {
 		args   []string
 		want   string // in the call's structuredContent or text
 	}{
-		{"stdio", []string{lm, "mcp"}, "queue_add", []string{"content=from the inspector"}, `"from the inspector"`},
+		{"stdio", []string{lm, "mcp"}, "local_generate", []string{"template=Hello from the inspector"}, `"Hello from the inspector"`},
 		{"http", []string{w.url("/mcp"), "--transport", "http", "--header", bearer}, "everything__echo", []string{"message=through /mcp"}, "Echo: through /mcp"},
 		{"sse", []string{w.url("/mcp/sse"), "--transport", "sse", "--header", bearer}, "lm_version", nil, `"version"`},
 		{"http-server", []string{w.url("/mcp/everything"), "--transport", "http", "--header", bearer}, "echo", []string{"message=to one server"}, "Echo: to one server"},
