@@ -50,7 +50,7 @@ func TestConformanceSuite(t *testing.T) {
 	t.Run("pre-release", func(t *testing.T) {
 		var failed []string
 		for scenario, statuses := range runConformance(t, node, next, gateway) {
-			if slices.Contains(statuses, "FAILURE") {
+			if slices.ContainsFunc(statuses, failure) {
 				failed = append(failed, scenario)
 			}
 		}
@@ -77,13 +77,22 @@ func runConformance(t *testing.T, node, cli, url string) map[string][]string {
 		if err != nil {
 			continue
 		}
-		var checks []struct{ Status string }
+		var checks []struct {
+			Status       string
+			ErrorMessage string          `json:"errorMessage"`
+			Details      json.RawMessage `json:"details"`
+		}
 		if err := json.Unmarshal(data, &checks); err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
 		name := stamp.ReplaceAllString(strings.TrimPrefix(filepath.Base(dir), "server-"), "")
 		for _, c := range checks {
-			results[name] = append(results[name], c.Status)
+			status := c.Status
+			if status == "FAILURE" {
+				// What failed, for the test's message.
+				status += ": " + c.ErrorMessage + " " + tail(string(c.Details), 1000)
+			}
+			results[name] = append(results[name], status)
 		}
 	}
 	if len(results) == 0 {
@@ -104,11 +113,13 @@ func checkScenarios(t *testing.T, results map[string][]string, gated []string) {
 		switch {
 		case !ran || len(statuses) == 0:
 			t.Errorf("%s: no checks ran", scenario)
-		case slices.Contains(statuses, "FAILURE"):
+		case slices.ContainsFunc(statuses, failure):
 			t.Errorf("%s: %v", scenario, statuses)
 		}
 	}
 }
+
+func failure(status string) bool { return strings.HasPrefix(status, "FAILURE") }
 
 // node22 finds a Node.js the conformance suite runs on (22 or later):
 // testdata/node's pinned one, else the machine's.

@@ -7,14 +7,13 @@
 //   node client.mjs '{"sdk":"1","transport":"stdio","command":"lm","args":["mcp"]}'
 //
 // Options (one JSON object): sdk "1" (@modelcontextprotocol/sdk) or "2"
-// (@modelcontextprotocol/client); transport "stdio" (command, args, env),
-// "http" (streamable HTTP) or "sse" (url, token); protocol pins the version
-// the client asks for; fixtures lists files of calls ({file, prefix}), vars
-// the values they refer to as ${vars.name}; callOnly names the only tools to
-// call (no mistyped calls then); calls false
-// stops after the lists; logLevel sends logging/setLevel. It prints one JSON report and exits 0 when it
-// could run (what the report says is for the caller to judge), 1 when the
-// connection or a list failed.
+// (@modelcontextprotocol/client); transport "stdio" (command, args, cwd,
+// env), "http" (streamable HTTP) or "sse" (url, token); protocol pins the
+// version the client asks for; fixtures lists files of calls ({file,
+// prefix}); callOnly names the only tools to call (no mistyped calls then);
+// calls false stops after the lists; logLevel sends logging/setLevel. It
+// prints one JSON report and exits 0 when it could run (what the report says
+// is for the caller to judge), 1 when the connection or a list failed.
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 
@@ -123,7 +122,7 @@ async function callEverything() {
     JSON.parse(readFileSync(file, "utf8")).map((f) => ({ ...f, tool: prefix + f.tool, as: f.as && prefix + f.as })),
   );
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const results = { vars: opts.vars ?? {} };
+  const results = {};
   // Fixtures run in their order (a later one may use an earlier result);
   // every other tool runs with arguments built from its schema where the
   // fixtures say {"others": true}, else at the end.
@@ -237,7 +236,7 @@ function sample(s) {
 }
 
 // substitute replaces "${tool.path.to.value}" strings with a value from an
-// earlier call's structuredContent, and "${vars.name}" with one of opts.vars.
+// earlier call's structuredContent.
 function substitute(value, results) {
   if (typeof value === "string") {
     const m = /^\$\{([a-z0-9_]+)\.([^}]+)\}$/.exec(value);
