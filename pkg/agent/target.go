@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -90,14 +91,12 @@ type TargetInput struct {
 // resolve turns the input into a target. A stdio command starts a program,
 // so only a person at lm's command line may give one.
 func (in TargetInput) resolve(ctx context.Context, env *op.Env) (Target, error) {
-	var timeout time.Duration
-	if in.Timeout != "" {
-		d, err := time.ParseDuration(in.Timeout)
-		if err != nil || d <= 0 {
-			return Target{}, op.Errorf(op.KindInvalid, "--timeout %q is not a positive duration", in.Timeout).
-				WithHint("for example --timeout 30s or --timeout 2m")
-		}
-		timeout = d
+	timeout, err := duration.Field("--timeout", in.Timeout, 0)
+	if err != nil {
+		return Target{}, err
+	}
+	if timeout < 0 {
+		return Target{}, op.Errorf(op.KindInvalid, "--timeout %q is negative", in.Timeout).WithHint("use %s", duration.Forms)
 	}
 	t, err := in.target(ctx, env)
 	if timeout > 0 {
