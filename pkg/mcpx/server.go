@@ -43,6 +43,9 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 	}
 	s := server.NewMCPServer("lm", version, append([]server.ServerOption{
 		server.WithToolCapabilities(false),
+		// lm sends notifications/message (run_task's streamed output), so it
+		// declares logging and answers logging/setLevel.
+		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
