@@ -330,8 +330,10 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 		}
 	}
 	input := json.RawMessage(fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","tool":"echo","arguments":{"message":"hi"}}`, port))
-	for _, ctx := range []context.Context{context.Background(), agent.PersonApproved(context.Background())} {
-		if _, err := callOp.Call(ctx, env, input); err != nil {
+	// The page's person: the gateway's person token, not lm's terminal.
+	for _, caller := range []op.Caller{{Role: op.RoleAgent}, {Role: op.RolePerson}} {
+		env.Caller = caller
+		if _, err := callOp.Call(context.Background(), env, input); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -65,10 +65,12 @@ func (a *approver) readLine(ctx context.Context) (string, error) {
 
 // newApprover picks how calls are approved, and refuses before anything
 // starts when nobody could approve them: a call runs only after a person
-// said so, on a terminal or with --yes on lm's command line.
+// said so, on a terminal or with --yes on lm's command line. Off the
+// command line (MCP, HTTP, the page's person included) it only proposes:
+// the page runs an approved call through servers_call.
 func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	switch {
-	case !env.Caller.IsPerson() && !in.DryRun:
+	case !env.Caller.Terminal && !in.DryRun:
 		return nil, op.Errorf(op.KindDenied, "servers_ask only proposes calls over MCP or HTTP: it never runs a call a person has not approved").
 			WithHint("pass dry_run: true to get the proposal, show it to the person, and run it with servers_call once approved")
 	case in.DryRun:

@@ -36,8 +36,9 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 		t = resolved
 	}
 	// A configured server was set up by a person; only ad-hoc commands are
-	// reserved to the command line.
-	if len(t.Command) > 0 && t.Name == "" && !env.Caller.IsPerson() {
+	// reserved to the command line (the page's person included: a web
+	// page must never start a program of its choosing).
+	if len(t.Command) > 0 && t.Name == "" && !env.Caller.Terminal {
 		return nil, op.Errorf(op.KindDenied, "%s is a stdio command, which only lm's command line may start", t).
 			WithHint("over MCP or HTTP, use a configured server's name or a URL")
 	}
@@ -246,23 +247,14 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 			return CallOutput{}, err
 		}
 	}
-	return run(ctx, env, s, tool, args, approvalOf(ctx, env))
-}
-
-type personApprovalKey struct{}
-
-// PersonApproved marks ctx as carrying a person's approval of the calls
-// made with it: the gateway's page, where a call runs only when the person
-// presses Approve. Such calls are recorded as approved, like the command
-// line's.
-func PersonApproved(ctx context.Context) context.Context {
-	return context.WithValue(ctx, personApprovalKey{}, true)
+	return run(ctx, env, s, tool, args, approvalOf(env))
 }
 
 // approvalOf is who lets a call run that nobody was asked about: the person
-// at the command line or at the page, or else an agent or a program.
-func approvalOf(ctx context.Context, env *op.Env) string {
-	if env.Caller.IsPerson() || ctx.Value(personApprovalKey{}) == true {
+// (at the command line, or at the page, whose Approve sent the call), or
+// else an agent or a program.
+func approvalOf(env *op.Env) string {
+	if env.Caller.IsPerson() {
 		return Approved
 	}
 	return Auto

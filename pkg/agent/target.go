@@ -99,7 +99,7 @@ func (in TargetInput) resolve(ctx context.Context, env *op.Env) (Target, error) 
 	case n > 1:
 		return Target{}, op.Errorf(op.KindInvalid, "give one server: a name, --url or -- CMD, not several")
 	case len(in.Command) > 0:
-		if !env.Caller.IsPerson() {
+		if !env.Caller.Terminal {
 			return Target{}, op.Errorf(op.KindDenied, "a stdio command can only be given on lm's command line").
 				WithHint("over MCP or HTTP, use a configured server's name or a URL")
 		}

@@ -78,7 +78,7 @@ func TestSpec002Protocol(t *testing.T) {
 		t.Fatalf("GET /tools: %d, names %v (queue_add and servers_call served, the CLI-only jobs_start not)", status, names)
 	}
 
-	stream := openSSE(t, g.url)
+	stream := openSSE(t, g.url, "Authorization", g.auth())
 	if ct := stream.res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("GET /sse: Content-Type %q", ct)
 	}
@@ -144,11 +144,11 @@ func TestSpec002Protocol(t *testing.T) {
 func TestSpec002KeepsTheGatewaysGuards(t *testing.T) {
 	g := start(t, gateway.Options{Token: "s3cret"})
 	for _, path := range []string{"/info", "/tools", "/sse"} {
-		if status, out := g.do("GET", path, ""); status != 401 || out["error_category"] != "unauthorized" {
+		if status, out := g.do("GET", path, "", "Authorization", ""); status != 401 || out["error_category"] != "unauthorized" {
 			t.Errorf("GET %s without the token: %d %v", path, status, out)
 		}
 	}
-	if status, _ := g.do("POST", "/messages", `{"clientId":"x"}`); status != 401 {
+	if status, _ := g.do("POST", "/messages", `{"clientId":"x"}`, "Authorization", ""); status != 401 {
 		t.Errorf("POST /messages without the token: %d", status)
 	}
 	if status, _ := g.do("GET", "/info", "", "Authorization", "Bearer s3cret"); status != 200 {
@@ -191,7 +191,7 @@ func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
 		t.Errorf("GET /info counts the servers' tools too: %v", info)
 	}
 
-	stream := openSSE(t, g.url)
+	stream := openSSE(t, g.url, "Authorization", g.auth())
 	_, hello := stream.next()
 	stream.next()
 	id := hello["clientId"].(string)

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -132,8 +133,15 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandle
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := base
 		env.Client = clientName(ctx, req)
+		// A caller recorded on the request means a face with many clients
+		// at once (the gateway); there an agent that gave no name is
+		// known by its MCP session, so two of them never share a wait or a
+		// row in the queue's status.
 		if c, ok := op.CallerFrom(ctx); ok {
 			env.Caller = c
+			if session := server.ClientSessionFromContext(ctx); c.Name == "" && session != nil && session.SessionID() != "" {
+				env.Client = SessionAgent(session.SessionID())
+			}
 		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
@@ -186,6 +194,23 @@ func arguments(req mcp.CallToolRequest) json.RawMessage {
 		raw, _ := json.Marshal(a)
 		return raw
 	}
+}
+
+// SessionAgent is the agent id of a client known only by its session on a
+// face that serves many clients: "agent-" and the session id's first eight
+// letters or digits, which are random.
+func SessionAgent(session string) string {
+	session = strings.TrimPrefix(session, "mcp-session-")
+	key := make([]rune, 0, 8)
+	for _, r := range session {
+		if len(key) == cap(key) {
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			key = append(key, r)
+		}
+	}
+	return "agent-" + string(key)
 }
 
 func clientName(ctx context.Context, req mcp.CallToolRequest) string {
