@@ -86,10 +86,10 @@ type Server struct {
 	opts     Options
 	verifier *token.Verifier
 	ops      map[string]op.Operation
-	hub     *hub
-	servers *mcphub.Hub // the supervised MCP servers (spec 004)
-	enhance *enhance.Enhancer
-	handler http.Handler
+	hub      *hub
+	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
+	enhance  *enhance.Enhancer
+	handler  http.Handler
 	// calls are spec 002 calls running for their streams. They write to
 	// the store (the call history) even once cancelled, so Serve waits for
 	// them before it returns.

@@ -62,7 +62,9 @@ func (g *gw) authHeaders() map[string]string {
 }
 
 // page is the page's URL as lm gateway prints it, with the person's token.
-func (g *gw) page() string { return gateway.PageURL(strings.TrimPrefix(g.url, "http://"), g.opts.Token) }
+func (g *gw) page() string {
+	return gateway.PageURL(strings.TrimPrefix(g.url, "http://"), g.opts.Token)
+}
 
 func start(t *testing.T, opts gateway.Options) *gw {
 	t.Helper()

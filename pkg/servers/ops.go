@@ -80,12 +80,12 @@ func Ops() []op.Operation {
 		}, Export),
 		op.New(op.Meta{
 			Name: "servers_install", Path: []string{"servers", "install"},
-			Summary:     "Install an MCP server from npm under LM_HOME and add it",
+			Summary: "Install an MCP server from npm under LM_HOME and add it",
 			Description: "Runs npm install into $LM_HOME/node and records the package's command. Needs Node.js and npm. " +
 				"npm runs no install scripts (--ignore-scripts) unless --allow-scripts says so: they would run the package's code before anyone looked at it.",
-			Examples:    "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
-			Args:        []string{"package"},
-			Effect:      op.Mutating, CLIOnly: true,
+			Examples: "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
+			Args:     []string{"package"},
+			Effect:   op.Mutating, CLIOnly: true,
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
