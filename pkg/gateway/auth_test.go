@@ -351,3 +351,31 @@ func TestServersInstallIsThePersons(t *testing.T) {
 		t.Errorf("the configuration changed: %v", err)
 	}
 }
+
+// A spec 002 client id belongs to whoever opened its stream: another
+// caller who learns it cannot post calls in its name.
+func TestSpec002ClientIDsAreBoundToTheirCaller(t *testing.T) {
+	home := t.TempDir()
+	g := startIn(t, home, gateway.Options{})
+	claude, err := token.AddAgent(home, "claude", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	codex, err := token.AddAgent(home, "codex", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := openSSE(t, g.url, "Authorization", "Bearer "+claude)
+	_, hello := stream.next()
+	id, _ := hello["clientId"].(string)
+	post := `{"clientId":"` + id + `","tool":"queue_add","parameters":{"content":"in claude's name"}}`
+	if code, body := g.do("POST", "/messages", post, "Authorization", "Bearer "+codex); code != 404 || body["error_category"] != "unknown_client_id" {
+		t.Errorf("another agent posting for claude's stream = %d %v", code, body)
+	}
+	if out := g.lm("queue", "list", "-r", "--jq", ".items | length"); strings.TrimSpace(out) != "0" {
+		t.Errorf("the call ran: %s", out)
+	}
+	if code, _ := g.do("POST", "/messages", post, "Authorization", "Bearer "+claude); code != 202 {
+		t.Errorf("claude posting for its own stream = %d", code)
+	}
+}
