@@ -89,6 +89,7 @@ type Server struct {
 	hub      *hub
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
+	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
 	handler  http.Handler
 	// calls are spec 002 calls running for their streams. They write to
 	// the store (the call history) even once cancelled, so Serve waits for
@@ -177,11 +178,11 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	streamable := server.NewStreamableHTTPServer(m, append(s.sessions(),
+	s.mcp = server.NewStreamableHTTPServer(m, append(s.sessions(),
 		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", agents(streamable))
+	mux.Handle("/mcp", agents(s.mcp))
 	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
 	hub := s.servers.Handler(s.opts.Stateful)
@@ -268,6 +269,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	go controlSrv.Serve(control)
 	// Children never outlive the gateway: they stop after the listeners.
 	defer s.servers.Close()
+	defer s.mcp.Shutdown(context.Background())
 	defer controlSrv.Close()
 	s.servers.Start()
 	errc := make(chan error, 1)
