@@ -17,6 +17,7 @@ import (
 	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -29,7 +30,10 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "token-file", Usage: "the person's bearer token is the one in `FILE` (default: $LM_API_TOKEN, else $LM_HOME/gateway.token, made on the first start)", TakesFile: true, Local: true},
 			&ucli.BoolFlag{Name: "no-token", Usage: "serve without tokens (loopback only): the page's callers are the person, MCP's anonymous agents", Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
+			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			allowFlag(),
 		}
 	}
 	return &ucli.Command{
@@ -42,7 +46,8 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names. " +
 			"Every request but the page's files needs \"Authorization: Bearer TOKEN\": the person's token ($LM_HOME/gateway.token, " +
 			"made on the first start; or LM_API_TOKEN, or --token-file), or an agent's ('lm gateway token add NAME'), which names the " +
-			"agent and gives it the agent profile. --no-token is for loopback only.\n\n" +
+			"agent. --no-token is for loopback only.\n\n" +
+			"Agents, with an agent token or none, are offered the agent profile; --allow widens it (see docs/callers.md).\n\n" +
 			"Agents: {\"mcpServers\": {\"lm\": {\"type\": \"http\", \"url\": \"http://" + gateway.DefaultAddr + "/mcp\", " +
 			"\"headers\": {\"Authorization\": \"Bearer AGENT_TOKEN\"}}}}",
 		Flags:  serveFlags(),
@@ -141,7 +146,12 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	// The gateway's callers are whoever reaches its port: they start as
 	// anonymous, and each request is credited with what its token proves.
+	// Its stdin and stdout are nobody's to use.
 	env.Caller = op.Caller{}
+	env.Stdin, env.Stdout = nil, nil
+	if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+		return fail(err)
+	}
 	tok, noToken, err := gatewayAuth(cmd)
 	if err != nil {
 		return fail(err)
@@ -151,7 +161,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(a.streams.Err, nil)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Stateful: cmd.Bool("stateful"), Log: log})
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
+		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
 	}
@@ -213,7 +224,11 @@ func serveArgs(cmd *ucli.Command) []string {
 		args = append(args, "--no-token")
 	}
 	if cmd.Bool("stateful") {
-		args = append(args, "--stateful")
+		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
+			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
+	}
+	for _, g := range commaList(cmd.StringSlice("allow")) {
+		args = append(args, "--allow", g)
 	}
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
@@ -229,6 +244,10 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	}
 	tok, noToken, err := gatewayAuth(cmd)
 	if err != nil {
+		return fail(err)
+	}
+	// A mistyped --allow fails here, not in the background process's log.
+	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
 		return fail(err)
 	}
 	if !noToken && tok == "" {

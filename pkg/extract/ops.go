@@ -15,6 +15,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_extract", Path: []string{"extract"},
+			Callers: op.Agents, PersonFields: []string{"allow_outside_root"},
 			Summary: "Extract frontmatter, regex matches or code structure from many files, with line numbers",
 			Description: "Task types: frontmatter (YAML ---, TOML +++, JSON {…}; --fields picks fields, missing ones are null), pattern_match " +
 				"(--patterns REGEX, RE2 syntax), exports, imports, functions, types, structure (all four) for Go, JavaScript/TypeScript, Python and Rust, " +
@@ -28,7 +29,8 @@ func Ops() []op.Operation {
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Extract),
 		op.New(op.Meta{
-			Name: "local_analyze", Path: []string{"extract", "analyze"}, Hidden: true,
+			Name: "local_analyze", Path: []string{"extract", "analyze"},
+			Callers: op.Agents, PersonFields: []string{"allow_outside_root"}, Hidden: true,
 			Summary:     "Analyze code structure: dependencies, exports, functions or types per file",
 			Description: "Spec 001's local_analyze: the same analysis as local_extract's code tasks, keyed as analysis by file.",
 			Args:        []string{"files"},
@@ -45,6 +47,7 @@ type AnalyzeInput struct {
 	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
 	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
 	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
+	envelope.Request
 }
 
 // RefineSchema lists the task types.
@@ -62,6 +65,9 @@ type AnalyzeData struct {
 // Analyze answers a local_analyze call.
 func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (envelope.Result[AnalyzeData], error) {
 	in := Input{TaskType: a.TaskType, Files: a.Files, Depth: a.Depth, Root: a.Root, AllowOutsideRoot: a.AllowOutsideRoot, NoCache: a.NoCache}
+	if err := a.CheckSchema(); err != nil {
+		return envelope.Result[AnalyzeData]{}, err
+	}
 	if err := in.Validate(); err != nil {
 		return envelope.Result[AnalyzeData]{}, err
 	}
@@ -70,5 +76,8 @@ func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (envelope.Result[
 		return envelope.Result[AnalyzeData]{}, err
 	}
 	d := AnalyzeData{TaskType: out.Data.TaskType, Analysis: out.Data.Results, Stats: out.Data.Stats}
+	if err := a.Conform(d); err != nil {
+		return envelope.Result[AnalyzeData]{}, err
+	}
 	return envelope.OK(d, out.BytesRead), nil
 }

@@ -64,7 +64,6 @@ func (s *Server) apiHandler(rt route) http.Handler {
 		}
 		env := s.opts.Env
 		env.Client = "web"
-		env.Caller, _ = op.CallerFrom(r.Context())
 		out, err := o.Call(r.Context(), &env, input)
 		if err != nil {
 			status := statusFor(err, http.StatusUnprocessableEntity)

@@ -71,9 +71,9 @@ type Options struct {
 	// routes credit their callers as the person, MCP's as anonymous agents.
 	// Serve refuses it on an address beyond loopback.
 	NoToken bool
-	// Stateful makes /mcp keep sessions (Mcp-Session-Id, DELETE ends one);
-	// the default is stateless so agents survive a gateway restart.
-	Stateful bool
+	// Sessions is how /mcp and /mcp/{server} keep MCP sessions: stateless
+	// by default; stateful ones expire when idle and are bounded in number.
+	Sessions mcpx.Sessions
 	// KeepAlive is the event-stream keep-alive interval (DefaultKeepAlive
 	// when zero).
 	KeepAlive time.Duration
@@ -136,12 +136,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
-	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Aggregate: mcpServer, Log: opts.Log}); err != nil {
+	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Environ: opts.Env.Environ, Aggregate: mcpServer, Log: opts.Log}); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
 	settings := s.servers.Settings()
-	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+	if s.enhance, err = enhance.New(opts.Env.Home, s.opts.Env.LookupEnv, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.handler = s.routes(mcpServer)
@@ -178,14 +178,14 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	s.mcp = server.NewStreamableHTTPServer(m, append(s.sessions(),
+	s.mcp = server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
 		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
 	mux.Handle("/mcp", agents(s.mcp))
 	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
-	hub := s.servers.Handler(s.opts.Stateful)
+	hub := s.servers.Handler(s.opts.Sessions)
 	// Installing, removing, starting and stopping servers decide which
 	// programs run: the person's, like the configuration itself.
 	dashboard := page(personOnly(true, "changing the servers", hub))
@@ -193,37 +193,11 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(p, dashboard)
 	}
 	mux.Handle("/mcp/{server}", agents(hub))
-	s.spec002Routes(mux)
+	s.spec002Routes(mux, agents)
 	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(jsonBodies(limitBody(mux))))
-}
-
-// sessions configures /mcp's sessions. Stateless (the default), the
-// gateway keeps nothing a restart would lose, yet still hands each client
-// a session id at initialize, so calls from clients whose token names no
-// agent stay told apart (see mcpx's attribution), across restarts too.
-// What the transport remembers of a session idle for an hour is dropped.
-func (s *Server) sessions() []server.StreamableHTTPOption {
-	if s.opts.Stateful {
-		return []server.StreamableHTTPOption{server.WithStateful(true)}
-	}
-	return []server.StreamableHTTPOption{server.WithSessionIdManager(&statelessSessions{}), server.WithSessionIdleTTL(time.Hour)}
-}
-
-// statelessSessions generates session ids and accepts any well-formed one
-// it did not see (another gateway process made it), or none at all (a
-// client that never initialized, like a script's one-off call).
-type statelessSessions struct {
-	server.StatelessGeneratingSessionIdManager
-}
-
-func (m *statelessSessions) Validate(id string) (isTerminated bool, err error) {
-	if id == "" {
-		return false, nil
-	}
-	return m.StatelessGeneratingSessionIdManager.Validate(id)
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
@@ -264,7 +238,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	if err != nil {
 		return err
 	}
-	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Stateful), ReadHeaderTimeout: readHeaderTimeout,
+	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Sessions), ReadHeaderTimeout: readHeaderTimeout,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }, ErrorLog: srv.ErrorLog}
 	go controlSrv.Serve(control)
 	// Children never outlive the gateway: they stop after the listeners.
@@ -277,7 +251,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// Logged before the ready functions announce the gateway, so whoever
 	// they tell finds the line in the log.
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"token", !s.opts.NoToken, "mcp_stateful", s.opts.Stateful)
+		"token", !s.opts.NoToken, "mcp_stateful", s.opts.Sessions.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"fmt"
 	"log/slog"
 	"mime"
 	"net"
@@ -155,21 +154,10 @@ func personOnly(changesOnly bool, what string, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "%s is for the person only, and this request's caller is %s", what, describe(c)).
+		writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "%s is the person's only: %s may not use it", what, c).
 			WithCategory("denied").
 			WithHint("use the page opened from the URL 'lm gateway' prints, or lm on the command line"))
 	})
-}
-
-// describe names a caller in an error message.
-func describe(c op.Caller) string {
-	if c.Name != "" {
-		return fmt.Sprintf("the %s %q", c.Role, c.Name)
-	}
-	if c.Role == op.RoleAgent {
-		return "an anonymous agent"
-	}
-	return "anonymous"
 }
 
 // limitBody caps request bodies so one request cannot exhaust memory.

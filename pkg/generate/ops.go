@@ -7,6 +7,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_generate", Path: []string{"generate"},
+			Callers: op.Agents,
 			Summary: "Fill a template with variables, strictly, and optionally write the result to a file",
 			Description: "The template is a name (built-ins summary, plan, verification, state_update; then .lm/templates/NAME.* of the root " +
 				"and $LM_HOME/templates/NAME.*, which override them), the template text itself, or --template-file. Handlebars syntax as in " +
@@ -27,9 +28,11 @@ func Ops() []op.Operation {
 		}, Generate),
 		op.New(op.Meta{
 			Name: "generate_list", Path: []string{"generate", "list"},
-			Summary:  "List the templates lm generate knows, with their origin and variables",
-			Examples: "lm generate list --jq '.templates[] | \"\\(.name)\\t\\(.variables | join(\", \"))\"' -r",
-			Effect:   op.ReadOnly, Idempotent: true,
+			Callers:     op.Agents,
+			Summary:     "List the templates lm generate knows, with their origin and variables",
+			Description: "The same answer as lm generate --list: spec 001's envelope with the templates in data.templates.",
+			Examples:    "lm generate list -r --jq '.data.templates[] | \"\\(.name)\\t\\(.variables | join(\", \"))\"'",
+			Effect:      op.ReadOnly, Idempotent: true,
 		}, List),
 	}
 }

@@ -177,7 +177,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 			return fn(tx)
 		})
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	changed, err := commit(db, func(tx *bolt.Tx) error {
 		if err := s.migrate(tx); err != nil {
 			return err
 		}
@@ -192,8 +192,32 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.Path, err)
 	}
-	lock.notify()
+	if changed {
+		lock.notify()
+	}
 	return nil
+}
+
+// commit runs fn in a write transaction and commits it only if fn changed
+// something. A transaction that changed nothing is rolled back: committing it
+// would still write a meta page and sync the file, and notifying would wake
+// every waiter for no news — a waiter that re-checks the queue after each
+// wake-up would then wake itself forever.
+func commit(db *bolt.DB, fn func(*bolt.Tx) error) (changed bool, err error) {
+	tx, err := db.Begin(true)
+	if err != nil {
+		return false, err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return false, err
+	}
+	// bbolt materialises a node for every bucket page a put, delete,
+	// bucket creation or sequence change touches, and for nothing else.
+	if stats := tx.Stats(); stats.GetNodeCount() == 0 {
+		return false, tx.Rollback()
+	}
+	return true, tx.Commit()
 }
 
 // Version reads the schema version: 0 for a store never written.

@@ -162,25 +162,75 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 func TestLocate(t *testing.T) {
 	t.Setenv("LM_STORE", "")
 	t.Setenv("LM_HOME", "/tmp/lm-home")
-	if p, _ := Locate(""); p != "/tmp/lm-home/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/lm-home/lm.db" {
 		t.Errorf("LM_HOME: %s", p)
 	}
 	t.Setenv("LM_STORE", "/tmp/x.db")
-	if p, _ := Locate(""); p != "/tmp/x.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/x.db" {
 		t.Errorf("LM_STORE: %s", p)
 	}
-	if p, _ := Locate("/tmp/flag.db"); p != "/tmp/flag.db" {
+	if p, _ := Locate("/tmp/flag.db", os.Getenv); p != "/tmp/flag.db" {
 		t.Errorf("--store: %s", p)
 	}
 	t.Setenv("LM_STORE", "")
 	t.Setenv("LM_HOME", "")
 	t.Setenv("XDG_DATA_HOME", "/tmp/xdg")
-	if p, _ := Locate(""); p != "/tmp/xdg/lm/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/xdg/lm/lm.db" {
 		t.Errorf("XDG_DATA_HOME: %s", p)
 	}
 	t.Setenv("XDG_DATA_HOME", "")
 	t.Setenv("HOME", "/home/u")
-	if p, _ := Locate(""); p != "/home/u/.local/share/lm/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/home/u/.local/share/lm/lm.db" {
 		t.Errorf("HOME: %s", p)
+	}
+}
+
+// A write transaction that changes nothing leaves the file alone and wakes
+// nobody: a waiter that looks again after every wake-up would otherwise
+// wake itself forever, writing a page and syncing the disk each time.
+func TestUnchangedUpdateWritesAndWakesNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("things"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	changes, cancel, err := s.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	before, _ := os.ReadFile(s.Path)
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("things"))
+		if err != nil {
+			return err
+		}
+		b.Get([]byte("missing"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(s.Path)
+	if string(before) != string(after) {
+		t.Error("an update that changed nothing rewrote the store")
+	}
+	select {
+	case <-changes:
+		t.Error("an update that changed nothing woke watchers")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("things")).Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Error("an update that changed the store woke nobody")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -29,6 +31,10 @@ import (
 type Options struct {
 	// Home is LM_HOME: servers.json, the servers' logs, the node prefix.
 	Home string
+	// Environ is the environment the servers start with ("KEY=value"),
+	// before their own variables, and that fills ${env:NAME}: the
+	// gateway's, as the person started it.
+	Environ []string
 	// Aggregate is the gateway's /mcp server, which already serves lm's own
 	// tools; the servers' tools are added beside them. The hub adds a hook
 	// to it (to list the servers' resource templates).
@@ -39,6 +45,7 @@ type Options struct {
 // Hub is safe for concurrent use.
 type Hub struct {
 	home      string
+	environ   []string
 	aggregate *server.MCPServer
 	log       *slog.Logger
 	ctx       context.Context
@@ -66,7 +73,7 @@ func New(opts Options) (*Hub, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Hub{home: opts.Home, aggregate: opts.Aggregate, log: opts.Log, ctx: ctx, cancel: cancel, cfg: cfg,
+	h := &Hub{home: opts.Home, environ: opts.Environ, aggregate: opts.Aggregate, log: opts.Log, ctx: ctx, cancel: cancel, cfg: cfg,
 		children: map[string]*child{}, watchers: map[chan struct{}]struct{}{}, activity: newActivityLog(200)}
 	h.cache = cache.New(cfg.Settings.CacheSize(), cfg.Settings.TTL(), time.Now)
 	for _, name := range cfg.Names() {
@@ -138,6 +145,7 @@ func (h *Hub) Reload() error {
 	}
 	h.mu.Lock()
 	old := h.children
+	settingsChanged := h.cfg.Settings != cfg.Settings
 	h.cfg, h.children = cfg, map[string]*child{}
 	var stop, restart, start []*child
 	for name, c := range old {
@@ -172,7 +180,16 @@ func (h *Hub) Reload() error {
 			}
 		}
 	}
+	kept := slices.Collect(maps.Values(h.children))
 	h.mu.Unlock()
+	if settingsChanged {
+		// Hub-wide settings apply as they are saved, without a restart.
+		h.cache.Resize(cfg.Settings.CacheSize(), cfg.Settings.TTL())
+		for _, c := range kept {
+			c.breaker.Configure(cfg.Settings.FailureThreshold(), cfg.Settings.RecoveryTimeout())
+		}
+		h.log.Info("servers settings applied", "settings", cfg.Settings)
+	}
 	for _, c := range stop {
 		c.stop()
 	}
@@ -187,8 +204,11 @@ func (h *Hub) Reload() error {
 	return nil
 }
 
+// sameConfig compares two entries by value: optional settings are
+// pointers, and comparing their addresses made every entry with one look
+// changed on each save, restarting it and killing its calls in flight.
 func sameConfig(a, b *servers.Server) bool {
-	return fmt.Sprintf("%+v", *a) == fmt.Sprintf("%+v", *b) && slices.Equal(a.Args, b.Args)
+	return reflect.DeepEqual(*a, *b)
 }
 
 // child returns the named server, or nil.

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -47,13 +48,13 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 	agg.AddTool(mcp.NewTool("queue_add"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("lm's own"), nil
 	})
-	h, err := New(Options{Home: home, Aggregate: agg, Log: slog.New(slog.NewTextHandler(w, nil))})
+	h, err := New(Options{Home: home, Environ: os.Environ(), Aggregate: agg, Log: slog.New(slog.NewTextHandler(w, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(agg, server.WithStateful(stateful), server.WithStateLess(!stateful)))
-	mux.Handle("/", h.Handler(stateful))
+	mux.Handle("/", h.Handler(mcpx.Sessions{Stateful: stateful}))
 	srv := httptest.NewServer(mux)
 	h.Start()
 	t.Cleanup(func() {
