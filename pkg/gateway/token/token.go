@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,9 +96,11 @@ func readPerson(path string) (string, error) {
 			return "", fmt.Errorf("%s is readable by other users and cannot be made private: %w", path, err)
 		}
 	}
-	data := make([]byte, 256)
-	n, _ := f.Read(data)
-	tok := strings.TrimSpace(string(data[:n]))
+	data, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	tok := strings.TrimSpace(string(data))
 	if tok == "" {
 		return "", op.Errorf(op.KindInvalid, "the gateway's token file %s is empty", path).
 			WithHint("remove it, and the gateway makes a new token on its next start")
@@ -117,16 +120,16 @@ type agentsFile struct {
 	Agents []Agent `json:"agents"`
 }
 
-// NamePattern is what an agent's name may be: it names the agent in the
+// namePattern is what an agent's name may be: it names the agent in the
 // queue's status and on the page.
-var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 func digest(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
 
 // AddAgent makes a token for the agent name and returns it; only its
 // digest is kept, so this is the one time it is shown.
 func AddAgent(home, name string, now time.Time) (string, error) {
-	if !NamePattern.MatchString(name) {
+	if !namePattern.MatchString(name) {
 		return "", op.Errorf(op.KindInvalid, "%q is not a valid agent name", name).
 			WithHint("1 to 64 letters, digits, '.', '-' or '_', starting with a letter or digit")
 	}
