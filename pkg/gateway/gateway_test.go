@@ -20,6 +20,7 @@ import (
 
 	"lmtool.dev/lm/cli"
 	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
@@ -61,6 +62,17 @@ func (g *gw) authHeaders() map[string]string {
 	return map[string]string{"Authorization": g.auth()}
 }
 
+// agentHeaders are the headers of an agent with a token of its own, made
+// for name.
+func (g *gw) agentHeaders(name string) map[string]string {
+	g.t.Helper()
+	tok, err := token.AddAgent(filepath.Dir(g.store), name, time.Now())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return map[string]string{"Authorization": "Bearer " + tok}
+}
+
 // page is the page's URL as lm gateway prints it, with the person's token.
 func (g *gw) page() string {
 	return gateway.PageURL(strings.TrimPrefix(g.url, "http://"), g.opts.Token)
@@ -82,7 +94,7 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 func startAt(t *testing.T, home, addr string, opts gateway.Options) *gw {
 	t.Helper()
 	path := filepath.Join(home, "lm.db")
-	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, Environ: os.Environ()}
+	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, Environ: os.Environ(), Roots: opts.Env.Roots}
 	opts.Ops = registry.All()
 	opts.Version = "test"
 	if opts.Token == "" && !opts.NoToken {
