@@ -391,7 +391,8 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 		}
 	}
 	input := json.RawMessage(fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","tool":"echo","arguments":{"message":"hi"}}`, port))
-	// An agent the person allowed URLs at launch, then the page's person.
+	// An agent the person allowed URLs at launch, then the page's person
+	// (the gateway's person token, not lm's terminal).
 	agentEnv := *env
 	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
 	grant, err := op.ParseGrant([]string{"servers_call.url"}, agent.Ops())
@@ -402,7 +403,8 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 	if _, err := callOp.Call(context.Background(), &agentEnv, input); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := callOp.Call(agent.PersonApproved(context.Background()), env, input); err != nil {
+	env.Caller = op.Caller{Role: op.RolePerson}
+	if _, err := callOp.Call(context.Background(), env, input); err != nil {
 		t.Fatal(err)
 	}
 	hist, _ := call(t, env, "servers_history", `{}`)

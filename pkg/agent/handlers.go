@@ -291,23 +291,14 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 			return CallOutput{}, err
 		}
 	}
-	return run(ctx, env, s, tool, args, approvalOf(ctx, env))
-}
-
-type personApprovalKey struct{}
-
-// PersonApproved marks ctx as carrying a person's approval of the calls
-// made with it: the gateway's page, where a call runs only when the person
-// presses Approve. Such calls are recorded as approved, like the command
-// line's.
-func PersonApproved(ctx context.Context) context.Context {
-	return context.WithValue(ctx, personApprovalKey{}, true)
+	return run(ctx, env, s, tool, args, approvalOf(env))
 }
 
 // approvalOf is who lets a call run that nobody was asked about: the person
-// at the command line or at the page, or else an agent or a program.
-func approvalOf(ctx context.Context, env *op.Env) string {
-	if env.Caller.IsPerson() || ctx.Value(personApprovalKey{}) == true {
+// (at the command line, or at the page, whose Approve sent the call), or
+// else an agent or a program.
+func approvalOf(env *op.Env) string {
+	if env.Caller.IsPerson() {
 		return Approved
 	}
 	return Auto
