@@ -193,6 +193,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(p, dashboard)
 	}
 	mux.Handle("/mcp/{server}", agents(hub))
+	mux.Handle("/mcp/{server}/{method...}", agents(hub))
 	s.spec002Routes(mux, agents)
 	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
