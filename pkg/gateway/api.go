@@ -191,8 +191,12 @@ func wildcards(path string) []string {
 func statusFor(err error, invalid int) int {
 	// A tool that reports an error answered: the failure is the server's,
 	// not the gateway's.
-	if op.EnvelopeOf(err).ErrorCategory == agent.OutcomeToolError {
+	switch op.EnvelopeOf(err).ErrorCategory {
+	case agent.OutcomeToolError:
 		return http.StatusBadGateway
+	case "store_corrupt":
+		// A damaged store is the server's failure, not the request's.
+		return http.StatusInternalServerError
 	}
 	switch op.KindOf(err) {
 	case op.KindInvalid, op.KindChecksFailed:

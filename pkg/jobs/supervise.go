@@ -38,10 +38,11 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	var j Job
 	if err := env.Store.View(ctx, func(tx *bolt.Tx) error {
 		var ok bool
-		if j, ok = get(tx, in.ID); !ok {
+		var err error
+		if j, ok, err = get(tx, in.ID); !ok && err == nil {
 			return op.Errorf(op.KindNotFound, "no job %q", in.ID)
 		}
-		return nil
+		return err
 	}); err != nil {
 		return SuperviseOutput{}, err
 	}
@@ -134,7 +135,10 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 	for {
 		claimed, queued := false, false
 		err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-			j, ok := get(tx, id)
+			j, ok, err := get(tx, id)
+			if err != nil {
+				return err
+			}
 			if !ok {
 				return op.Errorf(op.KindNotFound, "job %s vanished", id)
 			}
@@ -143,7 +147,11 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 			}
 			now := env.Now().UTC()
 			ahead := 0
-			for _, o := range all(tx) {
+			others, err := all(tx)
+			if err != nil {
+				return err
+			}
+			for _, o := range others {
 				switch {
 				case o.ID == id:
 				case o.State == Running && (o.Supervisor == 0 || proc.Running(o.Supervisor)):
@@ -310,7 +318,10 @@ func exitStatus(ps *os.ProcessState, err error) (*int, string) {
 // update changes one job in one transaction.
 func update(ctx context.Context, env *op.Env, id string, change func(*Job)) error {
 	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		j, ok := get(tx, id)
+		j, ok, err := get(tx, id)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return op.Errorf(op.KindNotFound, "no job %q", id)
 		}

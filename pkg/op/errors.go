@@ -113,11 +113,28 @@ func classify(err error) *Error {
 	if errors.As(err, &version) {
 		return &Error{Kind: KindUnavailable, Category: "store_version", Err: err}
 	}
+	var corrupt *store.CorruptError
+	if errors.As(err, &corrupt) {
+		return &Error{Kind: KindChecksFailed, Category: "store_corrupt", Err: err, Hint: damageHint}
+	}
+	var unsound *store.UnsoundError
+	if errors.As(err, &unsound) {
+		return &Error{Kind: KindUnavailable, Category: "store_damaged", Err: err, Hint: damageHint}
+	}
+	var file *store.FileError
+	if errors.As(err, &file) {
+		return &Error{Kind: KindUnavailable, Category: "store_unusable", Err: err,
+			Hint: "point --store (LM_STORE) at a regular file, or at a path where lm may create one"}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Kind: KindTimeout, Category: "cancelled", Err: err}
 	}
 	return nil
 }
+
+// damageHint is the way out of a damaged store, for every error that meets one.
+const damageHint = "lm store check lists the damage; lm store salvage FILE copies every readable record into a fresh store, " +
+	"and lm store restore FILE puts it (or a copy from lm store backup) in place"
 
 // Envelope is the JSON shape of an error, shared by --json-errors on the CLI
 // and by isError results over MCP.

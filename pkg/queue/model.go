@@ -4,6 +4,8 @@
 package queue
 
 import (
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -37,6 +39,23 @@ type record struct {
 	ConsumedAt        *time.Time `json:"consumed_at,omitempty"`
 	ConsumedByAgentID *string    `json:"consumed_by_agent_id,omitempty"`
 	Order             uint64     `json:"order"`
+}
+
+// check rejects a stored record no code path writes: its id, status and
+// the fields a consumed instruction needs are what the queue relies on.
+func (r record) check() error {
+	switch {
+	case r.ID == "":
+		return errors.New("no id")
+	case r.Status == StatusPending:
+	case r.Status == StatusConsumed:
+		if r.ConsumedAt == nil || r.ConsumedByAgentID == nil {
+			return errors.New("consumed without consumed_at and consumed_by_agent_id")
+		}
+	default:
+		return fmt.Errorf("status %q is neither %s nor %s", r.Status, StatusPending, StatusConsumed)
+	}
+	return nil
 }
 
 func (r record) instruction(position int) Instruction {

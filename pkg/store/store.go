@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -29,9 +30,20 @@ const SchemaVersion = 1
 const DefaultLockTimeout = 5 * time.Second
 
 var (
-	metaBucket = []byte("meta")
+	metaBucket = Declare("meta", AnyKey, decodeMeta, func(v []byte) ([]byte, error) { return v, nil }).Name()
 	versionKey = []byte("schema_version")
 )
+
+// decodeMeta accepts the store's own records: the schema version is a
+// decimal number.
+func decodeMeta(k, v []byte) ([]byte, error) {
+	if string(k) == string(versionKey) {
+		if _, err := strconv.Atoi(string(v)); err != nil {
+			return nil, fmt.Errorf("schema version %q is not a number", v)
+		}
+	}
+	return v, nil
+}
 
 // ErrLocked is returned (wrapped in a [LockedError]) when the store stayed
 // locked by another process past the lock timeout.
@@ -124,9 +136,14 @@ func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 var errNeedsMigration = errors.New("store needs migration")
 
-func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) error {
+func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (err error) {
 	if s.err != nil {
 		return s.err
+	}
+	defer s.contain(&err)
+	defer faultsPanic()()
+	if err := s.checkKind(); err != nil {
+		return err
 	}
 	mu := s.processMutex()
 	mu.Lock()
@@ -146,20 +163,29 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 	}
 	defer lock.release()
 
+	size, err := s.checkFile(write)
+	if err != nil {
+		return err
+	}
+
 	// Every lm process takes the sidecar lock first, so bbolt's own flock
 	// only waits on foreign tools holding the file.
-	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write}
-	if write {
-		// Address space reserved past the file's end spares a growing
-		// transaction the remaps (each copying every node it touched)
-		// bbolt does as the file doubles: a 100,000-instruction batch adds
-		// half as fast without it. It costs no memory, and per-call commits
-		// measured the same.
-		opts.InitialMmapSize = 256 << 20
-	}
+	//
+	// Address space reserved past the file's end spares a growing
+	// transaction the remaps (each copying every node it touched) bbolt
+	// does as the file doubles: a 100,000-instruction batch adds half as
+	// fast without it. It costs no memory, and per-call commits measured
+	// the same. Readers reserve it too: in a truncated file, a page past
+	// the end then faults (and is reported) instead of reading whatever
+	// memory lies beyond a mapping of the file's size.
+	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write, InitialMmapSize: 256 << 20}
 	db, err := bolt.Open(s.Path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
 		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+	}
+	if isDamage(err) {
+		s.markDamaged(err.Error())
+		return s.damaged(write, err.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.Path, err)
@@ -168,6 +194,9 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 
 	if !write {
 		return db.View(func(tx *bolt.Tx) error {
+			if err := s.checkSize(tx, size, write); err != nil {
+				return err
+			}
 			if err := s.checkVersion(tx); err != nil {
 				return err
 			}
@@ -178,6 +207,9 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 		})
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
+		if err := s.checkSize(tx, size, write); err != nil {
+			return err
+		}
 		if err := s.migrate(tx); err != nil {
 			return err
 		}
@@ -212,6 +244,13 @@ func Version(tx *bolt.Tx) int {
 }
 
 func (s *Store) checkVersion(tx *bolt.Tx) error {
+	if b := tx.Bucket(metaBucket); b != nil {
+		if v := b.Get(versionKey); v != nil {
+			if _, err := decodeMeta(versionKey, v); err != nil {
+				return &CorruptError{Bucket: string(metaBucket), Key: printable(versionKey), Err: err}
+			}
+		}
+	}
 	if v := Version(tx); v > SchemaVersion {
 		return &VersionError{Path: s.Path, Found: v, Wanted: SchemaVersion}
 	}
