@@ -188,6 +188,9 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		return results, read, err
 	}
 	got, read, err := process(ctx, env, in, files)
+	if err != nil {
+		return nil, read, err
+	}
 	for i, f := range files {
 		results[f.Name] = got[i]
 	}

@@ -157,7 +157,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.Handle("POST /ollama/enhance", s.authorized(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
-	return s.logged(sameOrigin(limitBody(mux)))
+	return s.logged(s.recovered(sameOrigin(limitBody(mux))))
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:

@@ -37,6 +37,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 	s := server.NewMCPServer("lm", version, append([]server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
+		server.WithResourceRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
 	for _, o := range ops {
