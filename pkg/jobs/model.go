@@ -164,9 +164,12 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 			now := env.Now().UTC()
 			r.State, r.FinishedAt = Failed, &now
 			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
+			// Leave nothing of the job running unobserved: its process
+			// group, and what the supervisor recorded of those that left it.
 			if r.PID != 0 {
-				syscall.Kill(-r.PID, syscall.SIGKILL) // do not leave its process group running unobserved
+				syscall.Kill(-r.PID, syscall.SIGKILL)
 			}
+			endRecorded(env.Home, r.ID)
 			if err := put(tx, r); err != nil {
 				return err
 			}

@@ -75,6 +75,11 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 		copyOutput(ring, output)
 	}()
 	exited := make(chan struct{})
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		recordDescendants(env.Home, j.ID, exited)
+	}()
 	go func() {
 		select {
 		case <-exited:
@@ -88,6 +93,7 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	}()
 	waitErr := child.Wait()
 	close(exited)
+	<-recorded
 	// Whatever the child left behind is an orphan now.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	endDescendants(2 * time.Second)
