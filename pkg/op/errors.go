@@ -121,6 +121,11 @@ func classify(err error) *Error {
 	if errors.As(err, &unsound) {
 		return &Error{Kind: KindUnavailable, Category: "store_damaged", Err: err, Hint: damageHint}
 	}
+	var unwritable *store.UnwritableError
+	if errors.As(err, &unwritable) {
+		return &Error{Kind: KindUnavailable, Category: "store_unwritable", Err: err,
+			Hint: "the file system refused the write (read-only, full, over a quota or ulimit -f, or not yours); nothing was written"}
+	}
 	var file *store.FileError
 	if errors.As(err, &file) {
 		return &Error{Kind: KindUnavailable, Category: "store_unusable", Err: err,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -21,6 +22,40 @@ type UnsoundError struct {
 
 func (e *UnsoundError) Error() string {
 	return fmt.Sprintf("store %s is damaged (%s); lm neither writes to it nor copies it as a backup, so that nothing more is lost", e.Path, e.Reason)
+}
+
+// UnwritableError is a write the file system refused: read-only media, a
+// full disk or quota, a file size limit, no permission. Nothing was written.
+type UnwritableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnwritableError) Error() string {
+	return fmt.Sprintf("cannot write to store %s: %v", e.Path, e.Err)
+}
+
+func (e *UnwritableError) Unwrap() error { return e.Err }
+
+// isUnwritable reports whether err is the file system refusing a write.
+func isUnwritable(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, errno := range []syscall.Errno{syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG, syscall.EACCES, syscall.EPERM} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	// bbolt reports a failed growth of the file as text only.
+	return strings.Contains(err.Error(), "file resize error")
+}
+
+// fileSizeLimited reports whether this process may only write files up to
+// a size (RLIMIT_FSIZE, ulimit -f).
+func fileSizeLimited() bool {
+	var lim syscall.Rlimit
+	return syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim) == nil && lim.Cur != ^uint64(0)
 }
 
 // FileError is a store path that names something other than a store file
@@ -59,11 +94,14 @@ func (s *Store) clearDamaged() error {
 //
 // It must be deferred directly by the function that opens the database:
 // faults are turned into panics only on the goroutine that asked.
-func (s *Store) contain(err *error) {
+func (s *Store) contain(err *error, write bool) {
 	if r := recover(); r != nil {
 		reason := readFailure(r)
 		s.markDamaged(reason)
 		*err = &CorruptError{Err: errors.New(reason)}
+	}
+	if write && isUnwritable(*err) {
+		*err = &UnwritableError{Path: s.Path, Err: *err}
 	}
 	var ce *CorruptError
 	if errors.As(*err, &ce) && ce.Path == "" {

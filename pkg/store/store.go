@@ -140,7 +140,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	if s.err != nil {
 		return s.err
 	}
-	defer s.contain(&err)
+	defer s.contain(&err, write)
 	defer faultsPanic()()
 	if err := s.checkKind(); err != nil {
 		return err
@@ -191,6 +191,11 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 		return fmt.Errorf("open store %s: %w", s.Path, err)
 	}
 	defer db.Close()
+	if write && fileSizeLimited() {
+		// bbolt grows a file in 16 MiB steps; under a file size limit
+		// (ulimit -f) that fails long before the data reaches it.
+		db.AllocSize = 64 << 10
+	}
 
 	if !write {
 		return db.View(func(tx *bolt.Tx) error {
@@ -303,6 +308,14 @@ type fileLock struct{ fd int }
 // add that much latency to every contended transaction.
 func acquire(ctx context.Context, path string, exclusive bool, timeout time.Duration) (*fileLock, error) {
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil && !exclusive && isUnwritable(err) {
+		// Read-only media: share the lock file if there is one; without
+		// one, no writer can exist either.
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) {
+			return &fileLock{fd: -1}, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store lock %s: %w", path, err)
 	}
