@@ -106,6 +106,10 @@ func classify(err error) *Error {
 	}
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
+		if locked.Foreign {
+			return &Error{Kind: KindUnavailable, Category: "store_locked", Err: err,
+				Hint: fmt.Sprintf("a program other than lm has locked the file (find it with: fuser -v %s); close it and retry", locked.Path)}
+		}
 		return &Error{Kind: KindUnavailable, Category: "store_locked", Err: err,
 			Hint: "another lm process is holding the store; retry, or raise --lock-timeout (LM_LOCK_TIMEOUT)"}
 	}

@@ -53,9 +53,15 @@ var ErrLocked = errors.New("store is locked")
 type LockedError struct {
 	Path   string
 	Waited time.Duration
+	// Foreign is set when the holder is not lm: every lm process takes the
+	// sidecar lock first, so only another program holds the file's own.
+	Foreign bool
 }
 
 func (e *LockedError) Error() string {
+	if e.Foreign {
+		return fmt.Sprintf("store %s is locked by a program other than lm (waited %s)", e.Path, e.Waited)
+	}
 	return fmt.Sprintf("store %s is locked by another process (waited %s)", e.Path, e.Waited)
 }
 func (e *LockedError) Unwrap() error { return ErrLocked }
@@ -181,7 +187,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write, InitialMmapSize: 256 << 20}
 	db, err := bolt.Open(s.Path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
-		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+		return &LockedError{Path: s.Path, Waited: s.LockTimeout, Foreign: true}
 	}
 	if isDamage(err) {
 		s.markDamaged(err.Error())
