@@ -16,6 +16,7 @@ import (
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -27,6 +28,8 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
 			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			&ucli.DurationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
+			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
 		}
 	}
@@ -122,7 +125,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(a.streams.Err, nil)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Stateful: cmd.Bool("stateful"), Log: log})
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Log: log,
+		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
 	}
@@ -182,7 +186,8 @@ func serveArgs(cmd *ucli.Command) []string {
 		args = append(args, "--token-file", f)
 	}
 	if cmd.Bool("stateful") {
-		args = append(args, "--stateful")
+		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
+			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
 	}
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)

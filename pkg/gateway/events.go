@@ -20,9 +20,16 @@ const retryMillis = 2000
 // Each stored event carries its sequence id, so a client that reconnects
 // with Last-Event-ID (or ?since=ID) gets exactly what it missed; without
 // either the stream starts with the next change. An event named "resync"
-// says events were missed beyond what the store retains: reload the state.
+// says the client's state cannot be caught up event by event — events were
+// missed beyond what the store retains, the id is one this store never
+// issued, or the store named by Last-Event-Store (?store=) is not this
+// one: reload the state.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	last, resume, err := resumePoint(r)
+	storeID := r.Header.Get("Last-Event-Store")
+	if storeID == "" {
+		storeID = r.URL.Query().Get("store")
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err)
 		return
@@ -32,6 +39,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
+	defer s.hub.join()()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -42,6 +50,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(out, "retry: %d\n\n", retryMillis)
 
 	pos, cursor := s.hub.position()
+	// A resume point from another store (a gateway for another project
+	// now on this address, or a restored file), or one this store never
+	// issued, cannot be continued: the client reloads its state.
+	if resume {
+		switch {
+		case storeID != "" && storeID != s.opts.Env.Store.Identity():
+			writeResync(out, "store_changed", cursor)
+			resume = false
+		case last > cursor:
+			writeResync(out, "unknown_event_id", cursor)
+			resume = false
+		}
+	}
 	if !resume {
 		last = cursor
 	}
@@ -55,7 +76,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return 0, err
 			}
 			if len(events) > 0 && last > 0 && events[0].ID > last+1 {
-				fmt.Fprintf(out, "event: resync\ndata: {\"missed_after\":%d}\n\n", last)
+				writeResync(out, "events_expired", cursor)
 			}
 			if len(events) == 0 {
 				break
@@ -126,6 +147,12 @@ func resumePoint(r *http.Request) (last uint64, resume bool, err error) {
 			WithHint("resume with the id of the last event received (a non-negative integer)")
 	}
 	return last, true, nil
+}
+
+// writeResync tells the client its state cannot be brought up to date
+// event by event, and why; it reloads the state and follows from latest.
+func writeResync(out *bufio.Writer, reason string, latest uint64) {
+	fmt.Fprintf(out, "event: resync\ndata: {\"reason\":%q,\"latest_event_id\":%d}\n\n", reason, latest)
 }
 
 // writeEvent writes one SSE message: the event's type as the SSE event name

@@ -63,9 +63,9 @@ type Options struct {
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on
 	// /api/* and /mcp.
 	Token string
-	// Stateful makes /mcp keep sessions (Mcp-Session-Id, DELETE ends one);
-	// the default is stateless so agents survive a gateway restart.
-	Stateful bool
+	// Sessions is how /mcp and /mcp/{server} keep MCP sessions: stateless
+	// by default; stateful ones expire when idle and are bounded in number.
+	Sessions mcpx.Sessions
 	// KeepAlive is the event-stream keep-alive interval (DefaultKeepAlive
 	// when zero).
 	KeepAlive time.Duration
@@ -142,14 +142,14 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	streamable := server.NewStreamableHTTPServer(m, server.WithStateful(s.opts.Stateful), server.WithStateLess(!s.opts.Stateful),
-		server.WithHeartbeatInterval(s.opts.KeepAlive))
+	streamable := server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
+		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
 	mux.Handle("/mcp", s.authorized(streamable))
 	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
-	hubRoutes := s.authorized(s.servers.Handler(s.opts.Stateful))
+	hubRoutes := s.authorized(s.servers.Handler(s.opts.Sessions))
 	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
 		mux.Handle(p, hubRoutes)
 	}
@@ -194,7 +194,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	if err != nil {
 		return err
 	}
-	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Stateful), ReadHeaderTimeout: readHeaderTimeout,
+	controlSrv := &http.Server{Handler: s.servers.Handler(s.opts.Sessions), ReadHeaderTimeout: readHeaderTimeout,
 		BaseContext: func(net.Listener) context.Context { return baseCtx }, ErrorLog: srv.ErrorLog}
 	go controlSrv.Serve(control)
 	// Children never outlive the gateway: they stop after the listeners.
@@ -206,7 +206,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// Logged before the ready functions announce the gateway, so whoever
 	// they tell finds the line in the log.
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Stateful)
+		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Sessions.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()

@@ -52,6 +52,12 @@ func start(t *testing.T, opts gateway.Options) *gw {
 // servers.json there first.
 func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 	t.Helper()
+	return startAt(t, home, "127.0.0.1:0", opts)
+}
+
+// startAt serves a gateway whose LM_HOME is home on addr.
+func startAt(t *testing.T, home, addr string, opts gateway.Options) *gw {
+	t.Helper()
 	path := filepath.Join(home, "lm.db")
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
 	opts.Ops = registry.All()
@@ -60,7 +66,7 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 		opts.KeepAlive = 200 * time.Millisecond
 	}
 	g := &gw{t: t, store: path, opts: opts}
-	g.serve("127.0.0.1:0")
+	g.serve(addr)
 	t.Cleanup(func() { g.stop() })
 	return g
 }
@@ -314,12 +320,15 @@ type message struct {
 	data      map[string]any
 }
 
-func (g *gw) events(lastID string) *sse {
+func (g *gw) events(lastID string, header ...string) *sse {
 	g.t.Helper()
 	req, _ := http.NewRequest("GET", g.url+"/api/events", nil)
 	req.Header.Set("Accept", "text/event-stream") // as browsers send it
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -428,6 +437,47 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 	resumed := g.events(created.id)
 	if m := resumed.next(t); m.event != "instruction.consumed" || m.id <= created.id {
 		t.Fatalf("resumed stream starts with %+v", m)
+	}
+}
+
+// A client cannot be caught up from an event id this store never issued,
+// nor from another store's: it is told to reload, then gets what follows.
+func TestEventsResyncAnotherStoresClient(t *testing.T) {
+	g := start(t, gateway.Options{})
+	g.lm("queue", "add", "one")
+	_, status := g.do("GET", "/api/status", "")
+	storeID, _ := status["store_id"].(string)
+	if storeID == "" {
+		t.Fatalf("status has no store_id: %v", status)
+	}
+	for _, c := range []struct {
+		name, lastID, store, reason string
+	}{
+		{"an id past the newest", "999", storeID, "unknown_event_id"},
+		{"an id past the newest, no store named", "999", "", "unknown_event_id"},
+		{"another store's id", "1", "feed.beef", "store_changed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var header []string
+			if c.store != "" {
+				header = []string{"Last-Event-Store", c.store}
+			}
+			_, status := g.do("GET", "/api/status", "")
+			latest := status["last_event_id"].(float64)
+			stream := g.events(c.lastID, header...)
+			m := stream.next(t)
+			if m.event != "resync" || m.data["reason"] != c.reason || m.data["latest_event_id"] != latest {
+				t.Fatalf("first message %+v, want a resync for %s at %v", m, c.reason, latest)
+			}
+			g.lm("queue", "add", "after "+c.name)
+			if d := stream.expect(t, "instruction.created").data["data"].(map[string]any); d["content"] != "after "+c.name {
+				t.Fatalf("after the resync: %v", d)
+			}
+		})
+	}
+	// The same store's client resumes as before.
+	if m := g.events("1", "Last-Event-Store", storeID).next(t); m.event == "resync" {
+		t.Fatalf("a client of this store was told to resync: %+v", m)
 	}
 }
 

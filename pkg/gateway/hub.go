@@ -24,13 +24,19 @@ type hub struct {
 
 	ready chan struct{} // closed once the first read is done
 
-	mu         sync.Mutex
-	cursor     uint64          // newest store event read
-	seq        uint64          // newest item's hub sequence
-	buf        []item          // recent items, oldest first
-	wake       chan struct{}   // closed and replaced when items arrive
-	staleAfter time.Duration   // the agent_stale_after_seconds setting
-	connected  map[string]bool // agents connected at the last look
+	// kick asks run for a full look at once: a first subscriber needs
+	// the agents' state, which nobody kept current while none listened.
+	kick chan struct{}
+
+	mu          sync.Mutex
+	subscribers int             // open event streams
+	agentsKnown bool            // connected is current
+	cursor      uint64          // newest store event read
+	seq         uint64          // newest item's hub sequence
+	buf         []item          // recent items, oldest first
+	wake        chan struct{}   // closed and replaced when items arrive
+	staleAfter  time.Duration   // the agent_stale_after_seconds setting
+	connected   map[string]bool // agents connected at the last look
 }
 
 // item is one event as the hub delivers it. Stored events carry the
@@ -50,7 +56,31 @@ const hubBuffer = 4096
 const idleSlack = 50 * time.Millisecond
 
 func newHub(env *op.Env, log *slog.Logger) *hub {
-	return &hub{env: env, log: log, ready: make(chan struct{}), wake: make(chan struct{}), connected: map[string]bool{}}
+	return &hub{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
+}
+
+// join counts an event stream in until leave is called. While no stream is
+// open the hub only reads and logs new events: deriving agents' state and
+// timing their turning idle is work for subscribers.
+func (h *hub) join() (leave func()) {
+	h.mu.Lock()
+	h.subscribers++
+	first := h.subscribers == 1
+	h.mu.Unlock()
+	if first {
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
+	}
+	return sync.OnceFunc(func() {
+		h.mu.Lock()
+		h.subscribers--
+		if h.subscribers == 0 {
+			h.agentsKnown = false
+		}
+		h.mu.Unlock()
+	})
 }
 
 // run follows the store until ctx ends.
@@ -83,6 +113,7 @@ func (h *hub) run(ctx context.Context) {
 		}
 		select {
 		case <-changes:
+		case <-h.kick:
 		case <-timeout:
 		case <-ctx.Done():
 		}
@@ -133,6 +164,15 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 			break
 		}
 	}
+	h.mu.Lock()
+	listened := h.subscribers > 0
+	h.mu.Unlock()
+	if !listened {
+		h.mu.Lock()
+		h.broadcastLocked()
+		h.mu.Unlock()
+		return time.Time{}, nil
+	}
 	st, err := queue.Status(ctx, h.env, queue.Empty{})
 	if err != nil {
 		return time.Time{}, err
@@ -142,8 +182,12 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 	h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
 	var next time.Time
 	now := h.env.Now()
+	// An agent seen connected at the last look and not now turned idle;
+	// after a time nobody listened, the last look is too old to say.
+	announce := !first && h.agentsKnown
+	h.agentsKnown = true
 	for _, a := range st.Agents {
-		if !first && h.connected[a.AgentID] && !a.Connected {
+		if announce && h.connected[a.AgentID] && !a.Connected {
 			data, _ := json.Marshal(a)
 			h.appendLocked(queue.Event{Type: queue.EventStatusChanged, Timestamp: now.UTC(), Data: data}, false)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/mcpx"
 )
 
 func callNext(t *testing.T, c *client.Client) map[string]any {
@@ -118,7 +119,7 @@ func TestMCPRejectsForeignHostAndOrigin(t *testing.T) {
 }
 
 func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
-	g := start(t, gateway.Options{Stateful: true})
+	g := start(t, gateway.Options{Sessions: mcpx.Sessions{Stateful: true}})
 	res, _ := rpc(t, g, initialize)
 	session := res.Header.Get("Mcp-Session-Id")
 	if res.StatusCode != 200 || session == "" {
@@ -141,6 +142,57 @@ func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 	}
 	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 404 {
 		t.Fatalf("request in a deleted session: %d, want 404", res.StatusCode)
+	}
+}
+
+// A stateful session nobody ends is ended once it has idled past the TTL:
+// its client gets 404 (and initializes again, as the protocol says), and
+// the gateway does not keep it.
+func TestMCPStatefulSessionExpiresWhenIdle(t *testing.T) {
+	g := start(t, gateway.Options{Sessions: mcpx.Sessions{Stateful: true, IdleTTL: time.Second}})
+	res, _ := rpc(t, g, initialize)
+	session := res.Header.Get("Mcp-Session-Id")
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if res, _ := rpc(t, g, list, "Mcp-Session-Id", session); res.StatusCode != 200 {
+		t.Fatalf("tools/list in a fresh session: %d", res.StatusCode)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		time.Sleep(500 * time.Millisecond)
+		res, _ := rpc(t, g, list, "Mcp-Session-Id", session)
+		if res.StatusCode == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a session idle past its TTL still answers %d", res.StatusCode)
+		}
+		// This request touched the session; let it idle again.
+		time.Sleep(2 * time.Second)
+	}
+	if res, _ := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("a client cannot initialize again after expiry: %d", res.StatusCode)
+	}
+}
+
+// The table of stateful sessions is bounded: past the limit, a new
+// session ends the oldest.
+func TestMCPStatefulSessionsAreBounded(t *testing.T) {
+	g := start(t, gateway.Options{Sessions: mcpx.Sessions{Stateful: true, Max: 3}})
+	var sessions []string
+	for range 5 {
+		res, _ := rpc(t, g, initialize)
+		sessions = append(sessions, res.Header.Get("Mcp-Session-Id"))
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for i, id := range sessions {
+		res, _ := rpc(t, g, list, "Mcp-Session-Id", id)
+		want := 200
+		if i < 2 {
+			want = 404
+		}
+		if res.StatusCode != want {
+			t.Errorf("session %d of 5 with a limit of 3: status %d, want %d", i+1, res.StatusCode, want)
+		}
 	}
 }
 
@@ -191,7 +243,7 @@ func TestMCPStatelessSurvivesRestart(t *testing.T) {
 // GET stream, two tool calls that wait for work, and a quick request
 // answered while they wait.
 func TestMCPStatefulConcurrentStreams(t *testing.T) {
-	g := start(t, gateway.Options{Stateful: true})
+	g := start(t, gateway.Options{Sessions: mcpx.Sessions{Stateful: true}})
 	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
 	res, _ := rpc(t, g, initialize)
 	session := res.Header.Get("Mcp-Session-Id")

@@ -80,9 +80,14 @@ func (s *Server) openAPIDocument() map[string]any {
 		"summary":     "Live queue events (Server-Sent Events)",
 		"description": "Event names: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated; " +
 			"data is {id, type, timestamp, data} with the full item. Stored events carry an SSE id: reconnect with Last-Event-ID (or ?since=ID) to get what was missed. " +
-			"status.changed without an id is an agent turning idle. \"resync\" means events were lost beyond retention: reload the state.",
-		"parameters": []map[string]any{{"name": "since", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}}},
-		"responses":  map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
+			"Send the status's store_id as Last-Event-Store (or ?store=) with it. status.changed without an id is an agent turning idle. " +
+			"\"resync\" ({reason, latest_event_id}) means the state cannot be caught up event by event — events expired, the id was never issued by this store, " +
+			"or the store is another one: reload the state.",
+		"parameters": []map[string]any{
+			{"name": "since", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}},
+			{"name": "store", "in": "query", "schema": map[string]any{"type": "string"}},
+		},
+		"responses": map[string]any{"200": map[string]any{"description": "an event stream", "content": map[string]any{"text/event-stream": map[string]any{}}}},
 	}}
 	for _, rt := range otherRoutes() {
 		rt.describe(paths, errorResponse)

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/proc"
 	"lmtool.dev/lm/pkg/tasks"
 )
 
@@ -281,9 +282,8 @@ func waitFor(ctx context.Context, env *op.Env, id string, wait time.Duration, do
 	watching := false
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	// A supervisor that is killed writes nothing: check it now and then.
-	liveness := time.NewTicker(time.Second)
-	defer liveness.Stop()
+	var supervisor supervisorWatch
+	defer supervisor.stop()
 	for {
 		if !watching {
 			// The log appears when the supervisor starts.
@@ -292,6 +292,7 @@ func waitFor(ctx context.Context, env *op.Env, id string, wait time.Duration, do
 		if done(j) {
 			return j, nil
 		}
+		supervisor.watch(j.Supervisor)
 		select {
 		case <-ctx.Done():
 			return j, ctx.Err()
@@ -300,12 +301,46 @@ func waitFor(ctx context.Context, env *op.Env, id string, wait time.Duration, do
 		case <-changes:
 		case <-w.Events:
 		case <-w.Errors:
-		case <-liveness.C:
+		case <-supervisor.ended:
+		case <-supervisor.tick:
 		}
 		if j, err = load(ctx, env, j.ID); err != nil {
 			return j, err
 		}
 	}
+}
+
+// supervisorWatch wakes a waiter when the job's supervisor dies: a killed
+// supervisor writes nothing, so no other signal would come. It watches a
+// pidfd where the kernel has them, so a long wait costs nothing, and else
+// ticks once a second for the waiter to look.
+type supervisorWatch struct {
+	pid    int
+	ended  <-chan struct{}
+	tick   <-chan time.Time
+	cancel func()
+}
+
+// watch follows pid, the job's supervisor (0 while none has started).
+func (s *supervisorWatch) watch(pid int) {
+	if pid == 0 || pid == s.pid {
+		return
+	}
+	s.stop()
+	s.pid = pid
+	if ended, cancel, ok := proc.Exited(pid); ok {
+		s.ended, s.cancel = ended, cancel
+		return
+	}
+	t := time.NewTicker(time.Second)
+	s.tick, s.cancel = t.C, t.Stop
+}
+
+func (s *supervisorWatch) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	*s = supervisorWatch{}
 }
 
 // WaitInput names a job and how long to wait for its end.

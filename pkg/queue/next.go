@@ -135,8 +135,14 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 		return claimed && err == nil, err
 	}
 
-	ticker := time.NewTicker(progressEvery)
-	defer ticker.Stop()
+	// Progress is reported only to a caller that asked for it: a ticker
+	// nobody listens to would wake the wait for nothing.
+	var progress <-chan time.Time
+	if env.Progress != nil {
+		ticker := time.NewTicker(progressEvery)
+		defer ticker.Stop()
+		progress = ticker.C
+	}
 	for {
 		ok, err := claim()
 		if err != nil {
@@ -154,7 +160,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 		select {
 		case <-changes:
 		case <-timer.C:
-		case <-ticker.C:
+		case <-progress:
 			waited := env.Now().Sub(start)
 			env.ReportProgress(waited.Seconds(), deadline.Sub(start).Seconds(), "waiting for an instruction")
 		case <-ctx.Done():

@@ -315,6 +315,7 @@ type StatusOutput struct {
 	Queue     QueueCounts  `json:"queue"`
 	Settings  Settings     `json:"settings"`
 	LastEvent uint64       `json:"last_event_id" jsonschema:"id of the newest queue event"`
+	StoreID   string       `json:"store_id" jsonschema:"names the store file; event ids continue only within one store_id"`
 }
 
 // Empty is the input of operations that take none.
@@ -327,6 +328,7 @@ func Status(ctx context.Context, env *op.Env, _ Empty) (StatusOutput, error) {
 		out = status(t, env.Started)
 		return nil
 	})
+	out.StoreID = env.Store.Identity()
 	return out, err
 }
 

@@ -188,3 +188,30 @@ func TestTruncatedStoreIsContained(t *testing.T) {
 		t.Fatalf("check of a truncated store: %q %v", problems, err)
 	}
 }
+
+// A panic inside a write transaction (a damaged page met mid-way) is an
+// error, the transaction is rolled back and the store stays usable in this
+// process: nothing waits forever on the open transaction.
+func TestPanicInAWriteIsContained(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	putRaw(t, s, "test.records", "before", `{"name":"x"}`)
+	err := s.Update(ctx, func(tx *bolt.Tx) error {
+		tx.Bucket([]byte("test.records")).Put([]byte("half"), []byte(`{"name":"y"}`))
+		panic("a page that is not one")
+	})
+	var ce *CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "a page that is not one") {
+		t.Fatalf("panicking write: %v", err)
+	}
+	if problems, err := s.Check(ctx); err != nil || len(problems) > 0 {
+		t.Fatalf("check after a rolled-back write: %q %v", problems, err)
+	}
+	putRaw(t, s, "test.records", "after", `{"name":"z"}`)
+	s.View(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte("test.records")).Get([]byte("half")) != nil {
+			t.Error("the panicking write was committed")
+		}
+		return nil
+	})
+}

@@ -217,7 +217,7 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 			return fn(tx)
 		})
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	changed, err := commit(db, func(tx *bolt.Tx) error {
 		if err := s.checkSize(tx, size, write); err != nil {
 			return err
 		}
@@ -235,8 +235,41 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.Path, err)
 	}
-	lock.notify()
+	if changed {
+		lock.notify()
+	}
 	return nil
+}
+
+// commit runs fn in a write transaction and commits it only if fn changed
+// something. A transaction that changed nothing is rolled back: committing it
+// would still write a meta page and sync the file, and notifying would wake
+// every waiter for no news — a waiter that re-checks the queue after each
+// wake-up would then wake itself forever.
+func commit(db *bolt.DB, fn func(*bolt.Tx) error) (changed bool, err error) {
+	tx, err := db.Begin(true)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		// A panic (a damaged page met mid-transaction) must not leave the
+		// transaction open: closing the database would wait for it forever.
+		// The caller turns the panic into an error.
+		if r := recover(); r != nil {
+			tx.Rollback()
+			panic(r)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return false, err
+	}
+	// bbolt materialises a node for every bucket page a put, delete,
+	// bucket creation or sequence change touches, and for nothing else.
+	if stats := tx.Stats(); stats.GetNodeCount() == 0 {
+		return false, tx.Rollback()
+	}
+	return true, tx.Commit()
 }
 
 // Version reads the schema version: 0 for a store never written.

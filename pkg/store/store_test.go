@@ -184,3 +184,53 @@ func TestLocate(t *testing.T) {
 		t.Errorf("HOME: %s", p)
 	}
 }
+
+// A write transaction that changes nothing leaves the file alone and wakes
+// nobody: a waiter that looks again after every wake-up would otherwise
+// wake itself forever, writing a page and syncing the disk each time.
+func TestUnchangedUpdateWritesAndWakesNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("things"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	changes, cancel, err := s.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	before, _ := os.ReadFile(s.Path)
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("things"))
+		if err != nil {
+			return err
+		}
+		b.Get([]byte("missing"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(s.Path)
+	if string(before) != string(after) {
+		t.Error("an update that changed nothing rewrote the store")
+	}
+	select {
+	case <-changes:
+		t.Error("an update that changed nothing woke watchers")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("things")).Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Error("an update that changed the store woke nobody")
+	}
+}

@@ -25,8 +25,17 @@ type hub struct {
 // Watch returns a channel that receives a value after any process commits a
 // write to the store. Sends never block: a slow reader sees one pending
 // signal for many commits, so readers re-read the store after each signal.
-// Subscribe before reading the state you wait on, so no change is missed.
 // Call cancel to unsubscribe.
+//
+// Only a commit that changed something signals (see commit in store.go):
+// a waiter's own look at the store, even in a write transaction, is not
+// news, so waiting costs nothing between real changes.
+//
+// No wake-up is lost to a race with going to sleep, provided the caller
+// subscribes before reading the state it waits on: the inotify watch
+// exists before that read, a writer signals only after its commit is
+// durable, so a commit either precedes the read (which sees it) or signals
+// after the subscription (which queues it in the channel's one slot).
 func (s *Store) Watch() (changes <-chan struct{}, cancel func(), err error) {
 	if s.err != nil {
 		return nil, nil, s.err

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Queue and foundation benchmarks (issue: foundation and lm queue): cold
-# start against a Go hello-world, wake-up latency across processes, queue
+# start against a Go hello-world, wake-up latency across processes, what
+# waiting costs per minute, queue
 # throughput, the MCP stdio round trip against a minimal mcp-go server, and
 # the pending list's cost as consumed history grows.
 set -euo pipefail
@@ -23,6 +24,8 @@ go build -o "$work/lmbench" ./cmd/lmbench
 "$work/lmbench" coldstart "$lm" "$work/hello/hello"
 echo
 "$work/lmbench" wakeup "$lm"
+echo
+"$work/lmbench" idle "$lm"
 echo
 "$work/lmbench" throughput "$lm"
 echo

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
@@ -18,7 +19,7 @@ import (
 // /servers/events (live state and activity for the dashboard), /cache and
 // the per-server MCP endpoints /mcp/{server}. The gateway mounts it behind
 // its token and Origin checks; the control socket serves it as is.
-func (h *Hub) Handler(stateful bool) http.Handler {
+func (h *Hub) Handler(sessions mcpx.Sessions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		out := servers.Health{Status: "ok", Servers: h.Statuses()}
@@ -87,7 +88,7 @@ func (h *Hub) Handler(stateful bool) http.Handler {
 		h.ClearCache()
 		writeJSON(w, http.StatusOK, h.CacheStats())
 	})
-	mux.HandleFunc("/mcp/{server}", h.endpoint(stateful))
+	mux.HandleFunc("/mcp/{server}", h.endpoint(sessions))
 	return mux
 }
 
@@ -124,7 +125,7 @@ func (h *Hub) answerStarted(w http.ResponseWriter, r *http.Request, c *child) {
 
 // endpoint is POST /mcp/{server}: the server's own MCP endpoint. An
 // auto-start server is started on first use.
-func (h *Hub) endpoint(stateful bool) http.HandlerFunc {
+func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
 	handlers := map[*server.MCPServer]http.Handler{}
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("server")
@@ -145,7 +146,7 @@ func (h *Hub) endpoint(stateful bool) http.HandlerFunc {
 		h.mu.Lock()
 		handler := handlers[c.own]
 		if handler == nil {
-			handler = server.NewStreamableHTTPServer(c.own, server.WithStateful(stateful), server.WithStateLess(!stateful))
+			handler = server.NewStreamableHTTPServer(c.own, sessions.Options(c.own)...)
 			handlers[c.own] = handler
 		}
 		h.mu.Unlock()

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -53,7 +54,7 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(agg, server.WithStateful(stateful), server.WithStateLess(!stateful)))
-	mux.Handle("/", h.Handler(stateful))
+	mux.Handle("/", h.Handler(mcpx.Sessions{Stateful: stateful}))
 	srv := httptest.NewServer(mux)
 	h.Start()
 	t.Cleanup(func() {

@@ -451,7 +451,7 @@ async function load() {
     render();
     state.loaded = true;
     state.stream?.stop();
-    state.stream = connect({ since: status.last_event_id, onEvent, onState: setLive, onAuth: askToken });
+    state.stream = connect({ since: status.last_event_id, store: status.store_id, onEvent, onState: setLive, onAuth: askToken });
   } catch (err) {
     if (err instanceof AuthError) return askToken();
     setLive("reconnecting");

@@ -6,7 +6,9 @@ import { headers } from "./api.js";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-export function connect({ path = "/api/events", since, onEvent, onState, onAuth }) {
+// store is the store_id the caller's state came from: a gateway serving
+// another store answers with a resync instead of events that do not apply.
+export function connect({ path = "/api/events", since, store, onEvent, onState, onAuth }) {
   let last = since;
   let stopped = false;
   let ctrl;
@@ -38,6 +40,7 @@ export function connect({ path = "/api/events", since, onEvent, onState, onAuth 
       try {
         const h = headers({ Accept: "text/event-stream" });
         if (last != null) h["Last-Event-ID"] = String(last);
+        if (store) h["Last-Event-Store"] = store;
         const res = await fetch(path, { headers: h, signal: ctrl.signal, cache: "no-store" });
         if (res.status === 401) { onAuth(); return; }
         if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
