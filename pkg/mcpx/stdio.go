@@ -22,11 +22,12 @@ import (
 const DrainGrace = 3 * time.Second
 
 // ServeStdio serves s on in and out until in ends or ctx is cancelled. Only
-// JSON-RPC is written to out.
-func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer) error {
+// JSON-RPC is written to out. Work waiting in d (which may be nil) runs as
+// the replies it waits for are written.
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, d *Deliveries) error {
 	t := &tracker{pending: map[string]bool{}, idle: make(chan struct{}, 1)}
 	stdio := server.NewStdioServer(s)
-	w := &responseWriter{w: out, t: t}
+	w := &responseWriter{w: out, t: t, d: d}
 	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t, out: w}, w)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
@@ -174,12 +175,16 @@ type responseWriter struct {
 	mu sync.Mutex
 	w  io.Writer
 	t  *tracker
+	d  *Deliveries
 }
 
 func (r *responseWriter) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	n, err := r.w.Write(p)
 	r.mu.Unlock()
+	if err == nil {
+		r.d.written(p)
+	}
 	for _, line := range bytes.Split(p, []byte("\n")) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			r.t.saw(line, false)

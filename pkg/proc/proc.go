@@ -66,6 +66,25 @@ func Running(pid int) bool {
 	return err != nil || s.State != 'Z'
 }
 
+// Process names one process across pid reuse: its pid and start time.
+type Process struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start" jsonschema:"start time in clock ticks after boot"`
+}
+
+// Self is this process.
+func Self() (Process, error) {
+	s, err := Read(os.Getpid())
+	return Process{PID: s.PID, Start: s.Start}, err
+}
+
+// Alive reports whether the process still runs: its pid runs, and is still
+// the process that started then.
+func (p Process) Alive() bool {
+	s, err := Read(p.PID)
+	return err == nil && s.Start == p.Start && s.State != 'Z'
+}
+
 // Descendants lists the processes below root in all: its children, theirs,
 // and so on.
 func Descendants(all []Stat, root int) []Stat {

@@ -233,6 +233,7 @@ func (t *tx) consume(r record, agent string) (record, error) {
 	r.ConsumedAt = &now
 	r.ConsumedByAgentID = &agent
 	r.UpdatedAt = now
+	r.Unacknowledged, r.Consumer = true, self()
 	if err := t.put(r); err != nil {
 		return r, err
 	}
