@@ -69,9 +69,16 @@ func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 		if err := t.renumber(ids); err != nil {
 			return err
 		}
-		r, _ = t.get(r.ID)
-		out.Item = r.instruction(1)
-		return t.emit(EventUpdated, out.Item)
+		// Every pending instruction moved down one place: say so, as a move does.
+		for _, item := range t.pending(0) {
+			if item.ID == r.ID {
+				out.Item = item
+			}
+			if err := t.emit(EventUpdated, item); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }
