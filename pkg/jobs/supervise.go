@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
 )
@@ -69,18 +71,21 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 		terminate(pid, DefaultGrace, nil) // stopped while it was starting
 	}
 
+	// The supervisor outlives a panic in its helpers: the child it watches
+	// is still to be waited for, recorded and ended.
+	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	copied := make(chan struct{})
-	go func() {
+	guard.Go(log, "copying the job's output", func() {
 		defer close(copied)
 		copyOutput(ring, output)
-	}()
+	})
 	exited := make(chan struct{})
 	recorded := make(chan struct{})
-	go func() {
+	guard.Go(log, "recording the job's processes", func() {
 		defer close(recorded)
 		recordDescendants(env.Home, j.ID, exited)
-	}()
-	go func() {
+	})
+	guard.Go(log, "enforcing the job's stop and TTL", func() {
 		select {
 		case <-exited:
 		case <-ctx.Done(): // the supervisor itself was told to stop
@@ -90,7 +95,7 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 			requestStop(env, j.ID, fmt.Sprintf("its orphan TTL of %ds ran out", j.TTLSeconds))
 			terminate(pid, DefaultGrace, exited)
 		}
-	}()
+	})
 	waitErr := child.Wait()
 	close(exited)
 	<-recorded
