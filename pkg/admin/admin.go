@@ -174,17 +174,17 @@ func same(a, b string) bool {
 // they stay off MCP: an agent has no business copying the store around.
 func Ops() []op.Operation {
 	return []op.Operation{
-		op.New(op.Meta{Name: "store_path", Path: []string{"store", "path"}, Summary: "Print where the store file is",
+		op.New(op.Meta{Name: "store_path", Path: []string{"store", "path"}, Callers: op.PersonOnly, Summary: "Print where the store file is",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, storePath),
-		op.New(op.Meta{Name: "store_info", Path: []string{"store", "info"}, Summary: "Show the store's size, schema version and bucket sizes",
+		op.New(op.Meta{Name: "store_info", Path: []string{"store", "info"}, Callers: op.PersonOnly, Summary: "Show the store's size, schema version and bucket sizes",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, info),
-		op.New(op.Meta{Name: "store_check", Path: []string{"store", "check"}, Summary: "Check the store's consistency (exit 8 when it is not sound)",
+		op.New(op.Meta{Name: "store_check", Path: []string{"store", "check"}, Callers: op.PersonOnly, Summary: "Check the store's consistency (exit 8 when it is not sound)",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, check),
-		op.New(op.Meta{Name: "store_backup", Path: []string{"store", "backup"}, Summary: "Write a consistent copy of a sound store while others keep using it",
+		op.New(op.Meta{Name: "store_backup", Path: []string{"store", "backup"}, Callers: op.PersonOnly, Summary: "Write a consistent copy of a sound store while others keep using it",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, backup),
-		op.New(op.Meta{Name: "store_salvage", Path: []string{"store", "salvage"}, Summary: "Copy every readable record of a damaged store into a fresh store file, listing what was dropped",
+		op.New(op.Meta{Name: "store_salvage", Path: []string{"store", "salvage"}, Callers: op.PersonOnly, Summary: "Copy every readable record of a damaged store into a fresh store file, listing what was dropped",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, salvage),
-		op.New(op.Meta{Name: "store_restore", Path: []string{"store", "restore"}, Summary: "Replace the store with a sound store file (a backup or a salvage), keeping the old one beside it",
+		op.New(op.Meta{Name: "store_restore", Path: []string{"store", "restore"}, Callers: op.PersonOnly, Summary: "Replace the store with a sound store file (a backup or a salvage), keeping the old one beside it",
 			Args: []string{"file"}, Effect: op.Destructive, CLIOnly: true}, restore),
 	}
 }
