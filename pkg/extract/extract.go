@@ -178,13 +178,13 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 	if err != nil {
 		return nil, 0, err
 	}
-	files, missing, err := root.Expand(ctx, in.Files)
+	files, failures, err := root.Expand(ctx, in.Files)
 	if err != nil {
 		return nil, 0, err
 	}
-	results := make(map[string]FileResult, len(files)+len(missing))
-	for _, m := range missing {
-		results[m] = failed("file_not_found", fmt.Errorf("no such file: %s", m))
+	results := make(map[string]FileResult, len(files)+len(failures))
+	for name, res := range failures {
+		results[name] = res
 	}
 	if in.TaskType == "dependencies" {
 		read, err := dependencies(ctx, env, in, root, files, results)

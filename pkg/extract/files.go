@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 
 	"lmtool.dev/lm/pkg/op"
 )
@@ -76,8 +78,11 @@ type File struct {
 // Expand turns arguments (files, directories, globs with ** for any depth)
 // into files. Directories are walked with .gitignore respected: inside a git
 // worktree through git itself, otherwise skipping .git directories. An
-// argument matching nothing is reported in missing.
-func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing []string, err error) {
+// argument matching nothing, and an entry a walk could not read (a path past
+// PATH_MAX, a directory without permission), is reported in failures, by
+// name, with its own error.
+func (r *Root) Expand(ctx context.Context, args []string) (files []File, failures map[string]FileResult, err error) {
+	failures = map[string]FileResult{}
 	// One argument names each file once; several may overlap.
 	var seen map[string]bool
 	if len(args) > 1 {
@@ -93,12 +98,15 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 	}
 	for _, arg := range args {
 		if strings.ContainsAny(arg, "*?[") {
-			matched, err := r.glob(ctx, arg)
+			matched, unreadable, err := r.glob(ctx, arg)
 			if err != nil {
 				return nil, nil, err
 			}
-			if len(matched) == 0 {
-				missing = append(missing, arg)
+			if len(matched) == 0 && len(unreadable) == 0 {
+				failures[arg] = notFound(arg)
+			}
+			for name, err := range unreadable {
+				failures[name] = unreadableEntry(err)
 			}
 			for _, f := range matched {
 				add(f)
@@ -112,20 +120,35 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 		st, err := os.Stat(abs)
 		switch {
 		case err != nil:
-			missing = append(missing, arg)
+			failures[arg] = notFound(arg)
 		case st.IsDir():
-			walked, err := r.walk(ctx, abs)
+			walked, unreadable, err := r.walk(ctx, abs)
 			if err != nil {
 				return nil, nil, err
 			}
 			for _, rel := range walked {
 				add(File{Name: joinName(arg, rel), Path: under(abs, rel)})
 			}
+			for rel, err := range unreadable {
+				failures[joinName(arg, rel)] = unreadableEntry(err)
+			}
 		default:
 			add(File{Name: arg, Path: abs})
 		}
 	}
-	return files, missing, nil
+	return files, failures, nil
+}
+
+func notFound(name string) FileResult {
+	return failed("file_not_found", fmt.Errorf("no such file: %s", name))
+}
+
+// unreadableEntry is a walked entry that could not be read.
+func unreadableEntry(err error) FileResult {
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		return failed("path_too_long", fmt.Errorf("%w: the path is longer than the system allows (PATH_MAX)", err))
+	}
+	return failed("unreadable", err)
 }
 
 // under is filepath.Join(dir, rel) for a clean dir and a clean, relative
@@ -144,8 +167,9 @@ func joinName(dir, rel string) string {
 	return strings.TrimSuffix(filepath.ToSlash(dir), "/") + "/" + rel
 }
 
-// glob expands a pattern by walking its literal leading directory.
-func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
+// glob expands a pattern by walking its literal leading directory; entries
+// the walk could not read are returned by name.
+func (r *Root) glob(ctx context.Context, pattern string) ([]File, map[string]error, error) {
 	pattern = filepath.ToSlash(pattern)
 	segs := strings.Split(pattern, "/")
 	i := 0
@@ -159,7 +183,7 @@ func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
 	rest := strings.Join(segs[i:], "/")
 	re, err := globRegexp(rest)
 	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "bad glob %q: %v", pattern, err)
+		return nil, nil, op.Errorf(op.KindInvalid, "bad glob %q: %v", pattern, err)
 	}
 	dir := base
 	if dir == "" {
@@ -167,14 +191,14 @@ func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
 	}
 	abs, err := r.Resolve(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return nil, nil
+		return nil, nil, nil
 	}
-	walked, err := r.walk(ctx, abs)
+	walked, unreadable, err := r.walk(ctx, abs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []File
 	for _, rel := range walked {
@@ -182,7 +206,11 @@ func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
 			out = append(out, File{Name: joinName(dir, rel), Path: under(abs, rel)})
 		}
 	}
-	return out, nil
+	failures := map[string]error{}
+	for rel, err := range unreadable {
+		failures[joinName(dir, rel)] = err
+	}
+	return out, failures, nil
 }
 
 // globRegexp translates a slash-separated glob: ** spans directories, * and
@@ -218,20 +246,27 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 }
 
 // walk lists the files under dir as slash-separated relative paths, sorted.
-func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
+func (r *Root) walk(ctx context.Context, dir string) (files []string, unreadable map[string]error, err error) {
 	if files, ok := gitFiles(ctx, dir, r.Environ); ok {
-		return files, nil
+		return files, nil, nil
 	}
 	// A directory named through a symlink (already checked to be allowed)
 	// is walked where it leads: WalkDir would not enter a link.
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	var files []string
 	prefix := under(dir, "") // WalkDir's paths are dir joined with the rest
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return nil // unreadable entries are skipped, as find does with a message
+			// Reported, as find does with a message, and the walk goes on.
+			if unreadable == nil {
+				unreadable = map[string]error{}
+			}
+			unreadable[filepath.ToSlash(strings.TrimPrefix(p, prefix))] = err
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		if d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
@@ -242,7 +277,7 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 		return ctx.Err()
 	})
 	sort.Strings(files)
-	return files, err
+	return files, unreadable, err
 }
 
 // gitFiles lists tracked and untracked-but-not-ignored files under dir when
