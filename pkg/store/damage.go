@@ -67,20 +67,20 @@ type FileError struct {
 
 func (e *FileError) Error() string { return fmt.Sprintf("store %s %s", e.Path, e.Reason) }
 
-// DamagePath is the sidecar file that marks the store damaged: a check found
+// damagePath is the sidecar file that marks the store damaged: a check found
 // problems, or a reader met a broken page. Writes are refused while it
 // exists; a passing check, a salvage or a restore removes it.
-func (s *Store) DamagePath() string { return s.Path + ".damaged" }
+func (s *Store) damagePath() string { return s.Path + ".damaged" }
 
 // markDamaged records why the store is damaged. A store on read-only media
 // cannot be marked; its writes fail anyway.
 func (s *Store) markDamaged(reason string) {
-	os.WriteFile(s.DamagePath(), []byte(reason+"\n"), 0o600)
+	os.WriteFile(s.damagePath(), []byte(reason+"\n"), 0o600)
 }
 
 // clearDamaged removes the mark after the store checked sound or was replaced.
 func (s *Store) clearDamaged() error {
-	err := os.Remove(s.DamagePath())
+	err := os.Remove(s.damagePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -174,7 +174,7 @@ func (s *Store) checkFile(write bool) (int64, error) {
 		return 0, s.damaged(write, "the file is empty (0 bytes): whatever it held is gone")
 	}
 	if write {
-		if reason, err := os.ReadFile(s.DamagePath()); err == nil {
+		if reason, err := os.ReadFile(s.damagePath()); err == nil {
 			return 0, &UnsoundError{Path: s.Path, Reason: strings.TrimSpace(string(reason))}
 		}
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -114,21 +113,6 @@ func Text(name string, key KeyShape) *Bucket[string] {
 	})
 }
 
-// Counter declares a bucket whose values are 8-byte big-endian counters.
-func Counter(name string, key KeyShape) *Bucket[uint64] {
-	return declare(&Bucket[uint64]{
-		name: []byte(name),
-		key:  key,
-		decode: func(_, v []byte) (uint64, error) {
-			if len(v) != 8 {
-				return 0, fmt.Errorf("value is %d bytes, not an 8-byte counter", len(v))
-			}
-			return binary.BigEndian.Uint64(v), nil
-		},
-		encode: func(n uint64) ([]byte, error) { return binary.BigEndian.AppendUint64(nil, n), nil },
-	})
-}
-
 // Declare declares a bucket whose values decode's rules read (a bucket
 // mixing counters and documents under fixed keys).
 func Declare[T any](name string, key KeyShape, decode func(k, v []byte) (T, error), encode func(T) ([]byte, error)) *Bucket[T] {
@@ -141,8 +125,8 @@ func (b *Bucket[T]) Name() []byte { return b.name }
 // Of is the bucket in tx, nil when it does not exist yet (read it as empty).
 func (b *Bucket[T]) Of(tx *bolt.Tx) *bolt.Bucket { return tx.Bucket(b.name) }
 
-// Create returns the bucket in a write transaction, creating it on first use.
-func (b *Bucket[T]) Create(tx *bolt.Tx) (*bolt.Bucket, error) {
+// create returns the bucket in a write transaction, creating it on first use.
+func (b *Bucket[T]) create(tx *bolt.Tx) (*bolt.Bucket, error) {
 	bk, err := tx.CreateBucketIfNotExists(b.name)
 	if err != nil {
 		return nil, b.corrupt(nil, fmt.Errorf("create bucket: %w", err))
@@ -182,7 +166,7 @@ func (b *Bucket[T]) Get(tx *bolt.Tx, key []byte) (v T, found bool, err error) {
 
 // Put writes the record at key, creating the bucket on first use.
 func (b *Bucket[T]) Put(tx *bolt.Tx, key []byte, v T) error {
-	bk, err := b.Create(tx)
+	bk, err := b.create(tx)
 	if err != nil {
 		return err
 	}

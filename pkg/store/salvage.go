@@ -34,7 +34,7 @@ func (s *Store) Salvage(ctx context.Context, path string, replace bool) (Salvage
 	report := SalvageReport{Copied: map[string]int{}, Dropped: []Dropped{}}
 	err := s.View(ctx, func(src *bolt.Tx) error {
 		var names [][]byte
-		guardedDrop(&report, "", "", func() {
+		guardedDrop(&report, "", func() {
 			src.ForEach(func(name []byte, _ *bolt.Bucket) error {
 				names = append(names, append([]byte(nil), name...))
 				return nil
@@ -90,7 +90,7 @@ func copyBucket(src, dst *bolt.Tx, name []byte, report *SalvageReport) error {
 	check := declaredChecker(string(name))
 	var last []byte
 	var putErr error
-	guardedDrop(report, string(name), "", func() {
+	guardedDrop(report, string(name), func() {
 		b := src.Bucket(name)
 		if b == nil {
 			return
@@ -129,10 +129,10 @@ func copyBucket(src, dst *bolt.Tx, name []byte, report *SalvageReport) error {
 
 // guardedDrop runs fn and records a panic or fault in it (a damaged page)
 // as the rest of bucket dropped.
-func guardedDrop(report *SalvageReport, bucket, key string, fn func()) {
+func guardedDrop(report *SalvageReport, bucket string, fn func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			report.Dropped = append(report.Dropped, Dropped{Bucket: bucket, Key: key, Reason: readFailure(r)})
+			report.Dropped = append(report.Dropped, Dropped{Bucket: bucket, Reason: readFailure(r)})
 		}
 	}()
 	fn()
