@@ -104,6 +104,7 @@ func (s *Store) inspect(tx *bolt.Tx, report func(error)) {
 		report(truncated(fi.Size(), int64(tx.Size())))
 	}
 	if !s.walk(tx, report) {
+		report(errors.New("not checked: bbolt's own page check and the records, which would follow the broken pages above"))
 		return
 	}
 	for err := range tx.Check() {
