@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
@@ -82,7 +83,7 @@ func spawn(home string, environ []string, name string, s *servers.Server, scrub 
 	if err != nil {
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
-	log, err := openCappedLog(servers.LogPath(home, name), size)
+	log, err := cappedlog.Open(servers.LogPath(home, name), size, 1)
 	if err != nil {
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
