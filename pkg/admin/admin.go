@@ -188,7 +188,7 @@ func Ops() []op.Operation {
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, backup),
 		op.New(op.Meta{Name: "store_compact", Path: []string{"store", "compact"}, Callers: op.PersonOnly, Summary: "Rewrite the store without its free pages, holding its lock so others wait rather than lose anything",
 			Description: "bbolt keeps the pages a prune freed, so a store keeps its size and every commit writes the list of free pages; compact gives them back. 'lm store info' says about how much it would free.",
-			Effect: op.Mutating, CLIOnly: true}, compact),
+			Effect:      op.Mutating, CLIOnly: true}, compact),
 		op.New(op.Meta{Name: "store_salvage", Path: []string{"store", "salvage"}, Callers: op.PersonOnly, Summary: "Copy every readable record of a damaged store into a fresh store file, listing what was dropped",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, salvage),
 		op.New(op.Meta{Name: "store_restore", Path: []string{"store", "restore"}, Callers: op.PersonOnly, Summary: "Replace the store with a sound store file (a backup or a salvage), keeping the old one beside it",
