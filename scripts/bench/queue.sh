@@ -27,6 +27,8 @@ echo
 echo
 "$work/lmbench" idle "$lm"
 echo
+"$work/lmbench" cost "$lm"
+echo
 "$work/lmbench" throughput "$lm"
 echo
 "$work/lmbench" mcp "$lm"
