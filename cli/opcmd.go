@@ -99,6 +99,16 @@ func (a *app) complete(l leaf) {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "jsonl", Local: true,
 			Usage: "read stdin as JSON Lines, one item per line, all in one transaction"})
 	}
+	if l.op.ForPeople() {
+		for _, f := range formatFlags() {
+			for _, n := range f.Names() {
+				if slices.ContainsFunc(cmd.Flags, func(g ucli.Flag) bool { return slices.Contains(g.Names(), n) }) {
+					panic(fmt.Sprintf("cli: %s: flag -%s collides with the output format flags", m.Name, n))
+				}
+			}
+		}
+		cmd.Flags = append(cmd.Flags, formatFlags()...)
+	}
 }
 
 // hasFlag reports whether cmd has a flag whose own name is name. A field
@@ -163,7 +173,7 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		debug.SetGCPercent(400)
 	}
 	schema := o.InputSchema()
-	printer, err := a.printer(cmd)
+	present, err := a.presenter(cmd)
 	if err != nil {
 		return err
 	}
@@ -214,13 +224,17 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 	if err != nil {
 		return err
 	}
-	env.Emit = func(v any) error { return printer.Line(ctx, v) }
+	env.Emit = func(v any) error { return present.line(ctx, v) }
+	present.forPeople(env)
 	out, err := o.Call(ctx, env, raw)
 	if err != nil {
+		if ctx.Err() != nil {
+			present.interrupted(out)
+		}
 		return err
 	}
 	if !m.Stream {
-		if err := printer.Document(ctx, out); err != nil {
+		if err := present.document(ctx, out); err != nil {
 			return err
 		}
 	}

@@ -138,6 +138,8 @@ type Operation interface {
 	// Call validates raw (a JSON object; empty means {}), decodes it and
 	// runs the handler.
 	Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error)
+	// ForPeople reports whether the output has a table or text for people.
+	ForPeople() bool
 }
 
 // Handler runs an operation.

@@ -63,9 +63,10 @@ func Ops() []op.Operation {
 		}, Move),
 		op.New(op.Meta{
 			Name: "queue_status", Path: []string{"queue", "status"},
-			Summary: "Show queue counts, settings and agent activity",
-			Effect:  op.ReadOnly, Idempotent: true,
-		}, Status),
+			Summary:     "Show queue counts, settings and agent activity",
+			Description: "server.status is up while a gateway serves this store (lm gateway), down otherwise.",
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, GatewayStatus),
 		op.New(op.Meta{
 			Name: "queue_config", Path: []string{"queue", "config"},
 			Summary:     "Show or change the queue settings",

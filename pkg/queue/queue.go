@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	bolt "go.etcd.io/bbolt"
 
+	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -284,10 +285,10 @@ func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 	return out, err
 }
 
-// ServerStatus is the serving process.
+// ServerStatus is the serving process: the gateway that serves the page.
 type ServerStatus struct {
-	Status    string    `json:"status"`
-	StartedAt time.Time `json:"started_at"`
+	Status    string    `json:"status" jsonschema:"up, or down when no gateway serves this store"`
+	StartedAt time.Time `json:"started_at,omitzero" jsonschema:"when the gateway started; absent while down"`
 }
 
 // QueueCounts counts instructions.
@@ -319,6 +320,21 @@ func Status(ctx context.Context, env *op.Env, _ Empty) (StatusOutput, error) {
 	})
 	out.StoreID = env.Store.Identity()
 	return out, err
+}
+
+// GatewayStatus is queue_status outside the gateway (lm's CLI, lm mcp):
+// server says whether a gateway serves this store, not that the asking
+// process runs.
+func GatewayStatus(ctx context.Context, env *op.Env, in Empty) (StatusOutput, error) {
+	out, err := Status(ctx, env, in)
+	if err != nil {
+		return out, err
+	}
+	out.Server = ServerStatus{Status: "down"}
+	if gw, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok && gw.Store == env.Store.Path {
+		out.Server = ServerStatus{Status: "up", StartedAt: gw.StartedAt.UTC()}
+	}
+	return out, nil
 }
 
 func status(t *tx, started time.Time) StatusOutput {
