@@ -334,6 +334,8 @@ var stateColours = map[string]string{
 	"installing": yellow, "restarting": yellow, "degraded": yellow, "half_open": yellow, "cancelled": yellow,
 	"failed": red, "down": red, "error": red, "tool_error": red, "open": red,
 	"consumed": dim, "stopped": dim, "disabled": dim,
+	// git's colours: staged green, not yet staged red
+	"staged": green, "added": green, "modified": red, "deleted": red, "untracked": red, "conflicted": red, "unmerged": red,
 }
 
 func (o Options) colourState(s string) string {
