@@ -135,7 +135,7 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 
 // askModel is the configured model, or an error naming the setting to add.
 func askModel(env *op.Env) (*model.Client, error) {
-	cfg, err := model.Load(env.Home)
+	cfg, err := model.Load(env.Home, env.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
