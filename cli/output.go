@@ -158,7 +158,7 @@ func (p *presenter) progress(_, _ float64, message string) {
 		return
 	}
 	p.lastMsg = message
-	fmt.Fprintf(p.err, "lm: %s… (Ctrl+C to stop)\n", message)
+	fmt.Fprintf(p.err, "lm: %s… (Ctrl+C to stop waiting)\n", message)
 }
 
 // forPeople wires a person's terminal into env: progress lines on a

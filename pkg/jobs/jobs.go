@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sort"
 	"syscall"
@@ -104,6 +105,7 @@ func finishWithin(ctx context.Context, env *op.Env, j Job, wait time.Duration) (
 	if wait <= 0 {
 		return StartOutput{Job: j}, nil
 	}
+	env.ReportProgress(0, wait.Seconds(), fmt.Sprintf("waiting up to %s for %s to end", wait, j.ID))
 	j, err := waitEnd(ctx, env, j.ID, wait)
 	if err != nil || !j.Terminal() {
 		return StartOutput{Job: j}, err
@@ -369,6 +371,7 @@ func Wait(ctx context.Context, env *op.Env, in WaitInput) (WaitOutput, error) {
 	if err != nil {
 		return WaitOutput{}, err
 	}
+	env.ReportProgress(0, 0, fmt.Sprintf("waiting for %s to end", in.ID))
 	j, err := waitEnd(ctx, env, in.ID, timeout)
 	return WaitOutput{Job: j, TimedOut: err == nil && !j.Terminal()}, err
 }
