@@ -62,6 +62,9 @@ func (a *app) prepare(args []string) {
 		path := l.op.Info().Path
 		i := 0
 		for _, arg := range args {
+			if group, ok := groupAliases[arg]; ok && i == 0 {
+				arg = group
+			}
 			if i < len(path) && arg == path[i] {
 				i++
 			}
@@ -89,7 +92,11 @@ func (a *app) complete(l leaf) {
 		if bound[name] || schema.Properties[name].WriteOnly {
 			continue
 		}
-		if f := flagFor(name, schema.Properties[name], m.Aliases[name]); f != nil {
+		aliases := m.Aliases[name]
+		if name == "follow" && !slices.Contains(aliases, "f") {
+			aliases = append(slices.Clone(aliases), "f") // -f wherever --follow is, as tail has it
+		}
+		if f := flagFor(name, schema.Properties[name], aliases); f != nil {
 			cmd.Flags = append(cmd.Flags, f)
 		}
 	}
@@ -123,6 +130,12 @@ func hasFlag(cmd *ucli.Command, name string) bool {
 	return false
 }
 
+// isSize reports whether an integer field counts bytes, so its flag takes
+// units (--log-size 8MiB).
+func isSize(field string) bool {
+	return strings.HasSuffix(field, "_size") || strings.HasSuffix(field, "_bytes")
+}
+
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
 
 func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
@@ -150,6 +163,9 @@ func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 	case "string":
 		return &ucli.StringFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "integer":
+		if isSize(field) {
+			return &sizeFlag{Name: name, Aliases: aliases, Usage: usage + " (a size: 65536, 64KiB, 8MiB)", Local: true, HideDefault: true}
+		}
 		return &ucli.Int64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "number":
 		return &ucli.Float64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
@@ -215,6 +231,9 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 			}
 			in[f] = strings.TrimRight(string(text), "\r\n")
 		}
+	}
+	if err := missingArgs(cmd, m, schema, in); err != nil {
+		return err
 	}
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -293,6 +312,19 @@ func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, args []st
 	}
 	if len(args) > len(m.Args) {
 		return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("too many arguments: %q", args[len(m.Args):])}
+	}
+	return nil
+}
+
+// missingArgs refuses a command line without a required positional
+// argument, naming it as the synopsis does.
+func missingArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, in map[string]any) error {
+	for _, field := range m.Args {
+		if _, set := in[field]; set || !slices.Contains(schema.Required, field) {
+			continue
+		}
+		return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("missing argument %s", strings.ToUpper(field)),
+			hint: fmt.Sprintf("usage: %s [options] %s", cmd.FullName(), cmd.ArgsUsage)}
 	}
 	return nil
 }

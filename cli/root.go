@@ -61,6 +61,11 @@ func (a *app) root() *ucli.Command {
 		if o, ok := groupOps[g.Name]; ok {
 			groups[g.Name] = a.opCommand(o)
 		}
+		for alias, group := range groupAliases {
+			if group == g.Name {
+				groups[g.Name].Aliases = append(groups[g.Name].Aliases, alias)
+			}
+		}
 		root.Commands = append(root.Commands, groups[g.Name])
 	}
 	for _, o := range a.ops {
@@ -85,7 +90,7 @@ func (a *app) root() *ucli.Command {
 	root.Commands = append(root.Commands, a.mcpCommand(), a.gatewayCommand())
 	root.Walk(func(c *ucli.Command) error {
 		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
-			return &usageError{cmd: c.FullName(), err: err}
+			return explainUsage(c, err)
 		}
 		return nil
 	})
@@ -98,10 +103,6 @@ func groupAction(_ context.Context, cmd *ucli.Command) error {
 		return unknownCommand(cmd)
 	}
 	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("%s needs a subcommand: %s", cmd.FullName(), subcommands(cmd))}
-}
-
-func unknownCommand(cmd *ucli.Command) error {
-	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("unknown command %q for %q; commands: %s", cmd.Args().First(), cmd.FullName(), subcommands(cmd))}
 }
 
 func subcommands(cmd *ucli.Command) string {

@@ -106,9 +106,13 @@ func finishWithin(ctx context.Context, env *op.Env, j Job, wait time.Duration) (
 		return StartOutput{Job: j}, nil
 	}
 	env.ReportProgress(0, wait.Seconds(), fmt.Sprintf("waiting up to %s for %s to end", wait, j.ID))
-	j, err := waitEnd(ctx, env, j.ID, wait)
-	if err != nil || !j.Terminal() {
+	ended, err := waitEnd(ctx, env, j.ID, wait)
+	if err != nil {
+		// Cut short (Ctrl+C): the job as started, which keeps running.
 		return StartOutput{Job: j}, err
+	}
+	if j = ended; !j.Terminal() {
+		return StartOutput{Job: j}, nil
 	}
 	from := uint64(0)
 	if j.BytesEmitted > DefaultChunk {
