@@ -257,6 +257,11 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 			return err
 		}
 	}
+	if n, ok := out.(interface{ Notes() []string }); ok {
+		for _, note := range n.Notes() {
+			fmt.Fprintf(a.streams.Err, "lm: %s: %s\n", strings.Join(m.Path, " "), note)
+		}
+	}
 	if ex, ok := out.(op.Exiter); ok && ex.ExitCode() != 0 {
 		return exitStatus(ex.ExitCode())
 	}
