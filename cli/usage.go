@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v3"
+
+	"lmtool.dev/lm/pkg/duration"
 )
 
 // groupAliases are the singular names people type for plural groups.
@@ -45,6 +47,9 @@ func explainUsage(cmd *ucli.Command, err error) *usageError {
 	}
 	if m := invalidValue.FindStringSubmatch(msg); m != nil {
 		u.err = fmt.Errorf("%s wants %s, got %q", dashed(m[2]), wants(cmd, m[2]), m[1])
+		if _, isDuration := lookupFlag(cmd, m[2]).(*durationFlag); isDuration {
+			u.hint = "use " + duration.Forms
+		}
 		return u
 	}
 	if m := missingValue.FindStringSubmatch(msg); m != nil {
@@ -53,23 +58,27 @@ func explainUsage(cmd *ucli.Command, err error) *usageError {
 	return u
 }
 
-// wants says what values a flag accepts.
-func wants(cmd *ucli.Command, name string) string {
-	var f ucli.Flag
+// lookupFlag finds the flag a name means on cmd or its parents.
+func lookupFlag(cmd *ucli.Command, name string) ucli.Flag {
 	for _, c := range cmd.Lineage() {
-		for _, g := range c.Flags {
-			if slices.Contains(g.Names(), name) && f == nil {
-				f = g
+		for _, f := range c.Flags {
+			if slices.Contains(f.Names(), name) {
+				return f
 			}
 		}
 	}
-	switch f.(type) {
+	return nil
+}
+
+// wants says what values a flag accepts.
+func wants(cmd *ucli.Command, name string) string {
+	switch lookupFlag(cmd, name).(type) {
 	case *ucli.Int64Flag, *ucli.IntFlag:
 		return "a whole number"
 	case *ucli.Float64Flag:
 		return "a number"
-	case *ucli.DurationFlag:
-		return "a duration such as 500ms, 30s, 5m or 1h30m"
+	case *durationFlag:
+		return "a duration"
 	case *ucli.BoolFlag:
 		return "true or false"
 	case *sizeFlag:
