@@ -21,8 +21,10 @@ func (a *app) root() *ucli.Command {
 	root := &ucli.Command{
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
-		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
-			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + ExitStatusText,
+		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is JSON " +
+			"(JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
+			"and a job's output prints as text (--json, --jq or -o json|table|tsv choose). Colour only on a terminal, " +
+			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
 		Writer:                    a.streams.Out,

@@ -15,17 +15,19 @@ import (
 	"github.com/creack/pty"
 )
 
-// ontty [-interrupt REGEXP] PROG [ARGS...] runs PROG as at a person's
-// terminal: stdin and stdout on one pseudo-terminal (its controlling
-// terminal), stderr on another, and copies what each shows to ontty's own
+// ontty [-merge] [-interrupt REGEXP] PROG [ARGS...] runs PROG as at a
+// person's terminal: stdin and stdout on one pseudo-terminal (its
+// controlling terminal), stderr on another (with -merge on the same one, in
+// the order a person sees them), and copies what each shows to ontty's own
 // stdout and stderr with "\r\n" turned back into "\n". With -interrupt it
 // types Ctrl+C once PROG's stderr matches REGEXP. It exits with PROG's
 // status (128+N for a signal N).
 func ontty() int {
 	fs := flag.NewFlagSet("ontty", flag.ContinueOnError)
 	interrupt := fs.String("interrupt", "", "type Ctrl+C once stderr matches this `REGEXP`")
+	merge := fs.Bool("merge", false, "stderr on the same terminal as stdout")
 	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: ontty [-interrupt REGEXP] PROG [ARGS...]")
+		fmt.Fprintln(os.Stderr, "usage: ontty [-merge] [-interrupt REGEXP] PROG [ARGS...]")
 		return 2
 	}
 	var when *regexp.Regexp
@@ -37,10 +39,12 @@ func ontty() int {
 		fmt.Fprintln(os.Stderr, "ontty:", err)
 		return 1
 	}
-	errPTY, errTTY, err := pty.Open()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ontty:", err)
-		return 1
+	errPTY, errTTY := term, termTTY
+	if !*merge {
+		if errPTY, errTTY, err = pty.Open(); err != nil {
+			fmt.Fprintln(os.Stderr, "ontty:", err)
+			return 1
+		}
 	}
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = termTTY, termTTY, errTTY
@@ -54,8 +58,11 @@ func ontty() int {
 
 	var out, stderr lockedBuffer
 	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(&out, term) }()
+	copies.Add(1)
+	if !*merge {
+		copies.Add(1)
+		go func() { defer copies.Done(); io.Copy(&out, term) }()
+	}
 	go func() {
 		defer copies.Done()
 		buf := make([]byte, 4096)

@@ -46,3 +46,12 @@ func (o StatusOutput) gatewayLine() string {
 	}
 	return "up since " + o.Server.StartedAt.Local().Format("15:04:05 Jan 2")
 }
+
+// Table lists what was added, with each instruction's place in the queue.
+func (o AddOutput) Table() table.Table {
+	items := o.Items
+	if o.Item != nil {
+		items = []Instruction{*o.Item}
+	}
+	return ListOutput{Items: items}.Table()
+}
