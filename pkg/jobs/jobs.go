@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -218,10 +219,17 @@ type LogsInput struct {
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"most bytes to return (default 65536)"`
 	Wait     string `json:"wait,omitempty" jsonschema:"when nothing new is there yet, wait up to this long for output or the job's end"`
 	Follow   bool   `json:"follow,omitempty" jsonschema:"print chunks as JSON Lines until the job ends (CLI)"`
+	Tail     int    `json:"tail,omitempty" jsonschema:"start at the last N lines of output instead of from (as tail -n N; with follow, then follow)"`
 }
 
 // Validate takes the job from id or job_id.
-func (in *LogsInput) Validate() error { return oneID(&in.ID, in.JobID) }
+func (in *LogsInput) Validate() error {
+	if in.Tail < 0 || (in.Tail > 0 && in.From > 0) {
+		return op.Errorf(op.KindInvalid, "tail wants a number of lines and no from, got tail %d from %d", in.Tail, in.From).
+			WithHint("use tail to start at the last lines, or from to continue at a cursor")
+	}
+	return oneID(&in.ID, in.JobID)
+}
 
 // LogsOutput is a chunk of output and where to continue.
 type LogsOutput struct {
@@ -236,6 +244,9 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 	j, err := load(ctx, env, in.ID)
 	if err != nil {
 		return LogsOutput{}, err
+	}
+	if in.Tail > 0 {
+		in.From = tailCursor(env, j, in.Tail)
 	}
 	if in.Follow {
 		if env.Emit == nil {
@@ -253,6 +264,29 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 		}
 	}
 	return read(env, j, in.From, in.MaxBytes)
+}
+
+// tailCursor is the cursor where the last n lines of the job's output
+// begin, looking back at most one chunk; a final line without its newline
+// counts as a line.
+func tailCursor(env *op.Env, j Job, n int) uint64 {
+	from := uint64(0)
+	if j.BytesEmitted > DefaultChunk {
+		from = j.BytesEmitted - DefaultChunk
+	}
+	c, err := readRing(logPath(env.Home, j.ID), from, DefaultChunk)
+	if err != nil {
+		return 0
+	}
+	data := strings.TrimSuffix(c.Data, "\n")
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			if n--; n == 0 {
+				return c.From + uint64(i) + 1
+			}
+		}
+	}
+	return c.From
 }
 
 func read(env *op.Env, j Job, from uint64, max int) (LogsOutput, error) {
