@@ -47,7 +47,7 @@ func (a *app) root() *ucli.Command {
 			}
 			return ucli.ShowRootCommandHelp(cmd)
 		},
-		ConfigureShellCompletionCommand: func(c *ucli.Command) { c.Hidden = false },
+		ConfigureShellCompletionCommand: configureCompletion,
 	}
 	// An operation whose path is just its group (`lm verify`) is the group
 	// command itself; any deeper operations of that group hang below it.
