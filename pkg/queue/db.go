@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,15 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 	if r, ok := t.get(prefix); ok {
 		return r, nil
 	}
+	if n, ok := queuePosition(prefix); ok {
+		pending := t.pending(n)
+		if len(pending) < n {
+			return record{}, op.Errorf(op.KindNotFound, "no pending instruction at position %d (%d pending)", n, len(pending)).
+				WithHint("positions are the # column of lm queue list")
+		}
+		r, _ := t.get(pending[n-1].ID)
+		return r, nil
+	}
 	var matches []string
 	if b := t.bucket(bItems); b != nil {
 		c := b.Cursor()
@@ -134,6 +144,18 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 		return record{}, op.Errorf(op.KindInvalid, "id prefix %q is ambiguous: it matches %s", idOrPrefix, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
+}
+
+// queuePosition reads a place in the queue where an id is expected (lm
+// queue move 3 --to 1): a whole number that does not start with 0. It
+// cannot be an id prefix, since ids start with 0 (ULIDs until the year
+// 10889).
+func queuePosition(s string) (int, bool) {
+	if s == "" || s[0] < '1' || s[0] > '9' || len(s) > 9 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // position is the 1-based rank of a pending instruction.

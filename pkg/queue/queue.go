@@ -159,7 +159,7 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 
 // IDInput names one instruction by id or unique id prefix.
 type IDInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position (1 is next)"`
 }
 
 // ItemOutput is one instruction.
@@ -188,7 +188,7 @@ func errConsumed(r record, verb string) error {
 
 // EditInput replaces a pending instruction's text.
 type EditInput struct {
-	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position"`
 	Content string `json:"content" jsonschema:"the new text"`
 }
 
@@ -244,7 +244,7 @@ func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) 
 
 // MoveInput moves a pending instruction to a new place in the queue.
 type MoveInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or its position (1 is next)"`
 	To int    `json:"to" jsonschema:"the new 1-based position among pending instructions"`
 }
 
