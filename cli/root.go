@@ -24,7 +24,8 @@ func (a *app) root() *ucli.Command {
 		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is JSON " +
 			"(JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
 			"and a job's output prints as text (--json, --jq or -o json|table|tsv choose). Colour only on a terminal, " +
-			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools.\n\n" + ExitStatusText,
+			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
+			"go before `--`: every word after it belongs to the task or program the command runs.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
 		Writer:                    a.streams.Out,
