@@ -82,6 +82,7 @@ func (a *app) complete(l leaf) {
 	schema := l.op.InputSchema()
 	cmd := l.cmd
 	cmd.ArgsUsage = argsUsage(m, schema)
+	cmd.ShellComplete = a.suggest(l)
 	bound := map[string]bool{}
 	for _, name := range m.Args {
 		bound[name] = true

@@ -211,6 +211,9 @@ type Operation interface {
 	Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error)
 	// ForPeople reports whether the output has a table or text for people.
 	ForPeople() bool
+	// Suggest lists the values an input field may take now, for shell
+	// completion (see [Suggester]); nil when the input does not know.
+	Suggest(ctx context.Context, env *Env, field string) []string
 }
 
 // Handler runs an operation.
