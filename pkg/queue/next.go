@@ -62,7 +62,12 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // up to the configured time for one, then answer empty or with the default
 // response. A cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
+	// Whom the call is attributed to: the id the agent gave, else the
+	// name its token proves, else its client's.
 	agent := in.AgentID
+	if agent == "" {
+		agent = env.Caller.Name
+	}
 	if agent == "" {
 		agent = env.Client
 	}
