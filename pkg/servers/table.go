@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"path/filepath"
 	"strings"
 
 	"lmtool.dev/lm/pkg/table"
@@ -30,7 +31,9 @@ func (o ListOutput) Table() table.Table {
 			transport, desc = c.Transport, c.Description
 			target = c.URL
 			if c.Command != "" {
-				target = strings.Join(append([]string{c.Command}, c.Args...), " ")
+				// The program's name, not its directory: the column has
+				// room for what tells servers apart.
+				target = strings.Join(append([]string{filepath.Base(c.Command)}, c.Args...), " ")
 			}
 		}
 		t.Rows = append(t.Rows, []any{e.Name, state, transport, target, desc})

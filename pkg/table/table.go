@@ -72,7 +72,11 @@ func Write(w io.Writer, t Table, o Options) error {
 		nameWidth = max(nameWidth, utf8.RuneCountInString(f.Name))
 	}
 	for _, f := range t.Summary {
-		fmt.Fprintf(&b, "%s  %s\n", pad(f.Name+":", nameWidth+1), o.cell(f.Value, nil))
+		value := o.cell(f.Value, nil)
+		if s, ok := deref(f.Value).(string); ok {
+			value = strings.TrimSpace(s) // a summary line has room for a whole path or message
+		}
+		fmt.Fprintf(&b, "%s  %s\n", pad(f.Name+":", nameWidth+1), value)
 	}
 	if len(t.Columns) > 0 {
 		if len(t.Summary) > 0 {
