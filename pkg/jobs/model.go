@@ -141,10 +141,21 @@ func resolve(tx *bolt.Tx, idOrPrefix string) (Job, error) {
 	if r, ok := get(tx, "j_"+want); ok {
 		return r, nil
 	}
+	// A unique prefix, or a unique tail: what tables show ("…M1N2") for
+	// ids made in one burst, which share most of their characters.
+	tail, tailOnly := strings.CutPrefix(strings.Replace(want, "...", "…", 1), "…")
 	var matches []Job
-	for _, r := range all(tx) {
-		if strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
+	jobs := all(tx)
+	for _, r := range jobs {
+		if !tailOnly && strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
 			matches = append(matches, r)
+		}
+	}
+	if len(matches) == 0 {
+		for _, r := range jobs {
+			if strings.HasSuffix(r.ID, tail) {
+				matches = append(matches, r)
+			}
 		}
 	}
 	switch len(matches) {

@@ -108,7 +108,9 @@ func (t *tx) put(r record) error {
 	return t.bucket(bItems).Put([]byte(r.ID), v)
 }
 
-// resolve finds the instruction an id or unique id prefix names.
+// resolve finds the instruction an id names: whole, a unique prefix, a
+// pending position, or a unique tail (what tables show, "…M1N2", for ids
+// made in one burst, which share most of their characters).
 func (t *tx) resolve(idOrPrefix string) (record, error) {
 	prefix := strings.ToUpper(strings.TrimSpace(idOrPrefix))
 	if prefix == "" {
@@ -117,6 +119,7 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 	if r, ok := t.get(prefix); ok {
 		return r, nil
 	}
+	tail, tailOnly := cutTailMark(prefix)
 	if n, ok := queuePosition(prefix); ok {
 		pending := t.pending(n)
 		if len(pending) < n {
@@ -127,10 +130,20 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 		return r, nil
 	}
 	var matches []string
-	if b := t.bucket(bItems); b != nil {
+	by := "prefix"
+	if b := t.bucket(bItems); b != nil && !tailOnly {
 		c := b.Cursor()
 		for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)) && len(matches) < 5; k, _ = c.Next() {
 			matches = append(matches, string(k))
+		}
+	}
+	if b := t.bucket(bItems); b != nil && len(matches) == 0 {
+		by = "tail"
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && len(matches) < 5; k, _ = c.Next() {
+			if bytes.HasSuffix(k, []byte(tail)) {
+				matches = append(matches, string(k))
+			}
 		}
 	}
 	switch len(matches) {
@@ -141,9 +154,20 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 		r, _ := t.get(matches[0])
 		return r, nil
 	default:
-		return record{}, op.Errorf(op.KindInvalid, "id prefix %q is ambiguous: it matches %s", idOrPrefix, strings.Join(matches, ", ")).
+		return record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, idOrPrefix, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
+}
+
+// cutTailMark removes the mark tables put before an id's tail ("…" or
+// "..."), and says whether there was one.
+func cutTailMark(id string) (string, bool) {
+	for _, mark := range []string{"…", "..."} {
+		if tail, ok := strings.CutPrefix(id, mark); ok {
+			return tail, true
+		}
+	}
+	return id, false
 }
 
 // queuePosition reads a place in the queue where an id is expected (lm

@@ -64,6 +64,13 @@ const maxCell = 60
 // ("j_" of a job).
 const minID = 8
 
+// maxPrefix is the longest prefix, after its kind, an id is shown by before
+// its tail is shown instead; minTail is the fewest characters of a tail.
+const (
+	maxPrefix = 12
+	minTail   = 4
+)
+
 // Write draws t as aligned columns.
 func Write(w io.Writer, t Table, o Options) error {
 	var b strings.Builder
@@ -267,7 +274,11 @@ func firstLine(s string) string {
 }
 
 // shortIDs abbreviates the IDs of column c: each to the shortest prefix of
-// at least minID characters that no other id of the column shares.
+// at least minID characters that no other id of the column shares. Ids made
+// in one burst share their time and much of their random part (ULIDs made
+// in one millisecond count up), so where the prefix would run past
+// maxPrefix characters the id shows its shortest unique tail instead,
+// marked "…" (lm's commands accept a tail, with or without the mark).
 func shortIDs(rows [][]any, c int) map[ID]string {
 	var ids []string
 	for _, row := range rows {
@@ -288,9 +299,27 @@ func shortIDs(rows [][]any, c int) map[ID]string {
 				n = max(n, commonPrefix(id, other)+1)
 			}
 		}
-		short[ID(id)] = id[:min(n, len(id))]
+		if n-len(kind(id)) <= maxPrefix {
+			short[ID(id)] = id[:min(n, len(id))]
+			continue
+		}
+		m := min(minTail, len(id))
+		for _, other := range ids {
+			if other != id {
+				m = max(m, commonSuffix(id, other)+1)
+			}
+		}
+		short[ID(id)] = "…" + id[len(id)-min(m, len(id)):]
 	}
 	return short
+}
+
+func commonSuffix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
 }
 
 // kind is an id's type prefix, up to and including its underscore ("j_").

@@ -22,9 +22,9 @@ func TestWriteAlignsColumnsAndShortensCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "" +
-		"ID                          STATUS    AGE            CONTENT                                                       CONSUMER\n" +
-		"01JAAAAAAAAAAAAAAAAAAAAAAA  pending   3 minutes ago  first line …                                                  -\n" +
-		"01JAAAAAAAAAAAAAAAAAAAAAAB  consumed  2 hours ago    " + strings.Repeat("x", 59) + "…  agent-7\n"
+		"ID     STATUS    AGE            CONTENT                                                       CONSUMER\n" +
+		"…AAAA  pending   3 minutes ago  first line …                                                  -\n" +
+		"…AAAB  consumed  2 hours ago    " + strings.Repeat("x", 59) + "…  agent-7\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
@@ -90,6 +90,17 @@ func TestHumanUnits(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestBurstIDsShowTheirTail(t *testing.T) {
+	// ULIDs of one millisecond: the same time, a random part counting up.
+	rows := [][]any{{ID("01JAB2C3D4E5F6G7H8J9K0M1N2")}, {ID("01JAB2C3D4E5F6G7H8J9K0M1N3")}, {ID("01JZZZZZZZZZZZZZZZZZZZZZZZ")}}
+	short := shortIDs(rows, 0)
+	for id, want := range map[ID]string{"01JAB2C3D4E5F6G7H8J9K0M1N2": "…M1N2", "01JAB2C3D4E5F6G7H8J9K0M1N3": "…M1N3", "01JZZZZZZZZZZZZZZZZZZZZZZZ": "01JZZZZZ"} {
+		if short[id] != want {
+			t.Errorf("%s shows as %q, want %q", id, short[id], want)
 		}
 	}
 }
