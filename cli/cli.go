@@ -167,6 +167,7 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 		Stdout:  a.streams.Out,
 		Environ: os.Environ(),
 		Stderr:  a.streams.Err,
+		Verbose: cmd.Bool("verbose") || jsonio.IsTerminal(a.streams.Err),
 		Now:     time.Now,
 		Started: a.started,
 		Caller:  op.Person(),

@@ -21,7 +21,7 @@ import (
 
 // reservedFlags are global or adapter flags no operation field may shadow.
 var reservedFlags = map[string]bool{
-	"store": true, "jq": true, "raw-output": true, "json-errors": true, "lock-timeout": true,
+	"store": true, "jq": true, "raw-output": true, "json-errors": true, "lock-timeout": true, "verbose": true, "v": true,
 	"input": true, "jsonl": true, "help": true,
 }
 

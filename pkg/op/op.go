@@ -110,6 +110,9 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer // diagnostics; handlers never write to stdout
+	// Verbose asks for routine status lines on Stderr as well (a server
+	// connecting): a person reads them at a terminal or asked with -v.
+	Verbose bool
 	// Environ is the environment the face was started with, as
 	// "KEY=value" (read it with Getenv; start programs with ChildEnv).
 	// Nil is an empty environment.
