@@ -98,3 +98,9 @@ func (o LogsOutput) Text() (string, string) {
 	}
 	return o.Data, status
 }
+
+// Text is how the waited-for job stands, for stderr; a wait that ran out
+// says the job runs on.
+func (o WaitOutput) Text() (string, string) {
+	return "", o.Job.outcome()
+}
