@@ -246,6 +246,8 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 	}
 	env.Emit = func(v any) error { return present.line(ctx, v) }
 	present.forPeople(env)
+	var delivered []func()
+	env.AfterReply = func(_ string, fn func()) { delivered = append(delivered, fn) }
 	out, err := o.Call(ctx, env, raw)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -257,6 +259,9 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		if err := present.document(ctx, out); err != nil {
 			return err
 		}
+	}
+	for _, fn := range delivered { // printed: the reply is the caller's now
+		fn()
 	}
 	if n, ok := out.(interface{ Notes() []string }); ok {
 		for _, note := range n.Notes() {

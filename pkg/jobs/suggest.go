@@ -16,10 +16,11 @@ func jobIDs(ctx context.Context, env *op.Env, field string) []string {
 	}
 	var ids []string
 	env.Store.View(ctx, func(tx *bolt.Tx) error {
-		for _, j := range all(tx) {
+		jobs, err := all(tx)
+		for _, j := range jobs {
 			ids = append([]string{j.ID}, ids...)
 		}
-		return nil
+		return err
 	})
 	return ids
 }

@@ -19,7 +19,11 @@ const MaxContentBytes = 1 << 20
 func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 	return env.Store.Update(ctx, func(b *bolt.Tx) error {
 		t := &tx{Tx: b, now: env.Now().UTC()}
-		if err := fn(t); err != nil {
+		err := fn(t)
+		if t.err != nil {
+			return t.err
+		}
+		if err != nil {
 			return err
 		}
 		return t.trimEvents()
@@ -27,7 +31,14 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 }
 
 func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.View(ctx, func(b *bolt.Tx) error { return fn(&tx{Tx: b, now: env.Now().UTC()}) })
+	return env.Store.View(ctx, func(b *bolt.Tx) error {
+		t := &tx{Tx: b, now: env.Now().UTC()}
+		err := fn(t)
+		if t.err != nil {
+			return t.err
+		}
+		return err
+	})
 }
 
 // checkContent rejects text no instruction may have.
@@ -390,8 +401,12 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 		b := t.bucket(bConsumed)
 		c := b.Cursor()
 		var victims []record
-		for k, id := c.First(); k != nil; k, id = c.Next() {
-			r, ok := t.get(string(id))
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			id, err := consumedBucket.Decode(k, v)
+			if err != nil {
+				return err
+			}
+			r, ok := t.get(id)
 			if !ok || (age > 0 && !r.ConsumedAt.Before(cutoff)) {
 				break
 			}
