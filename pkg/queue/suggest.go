@@ -6,12 +6,17 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// pendingIDs are the ids shell completion offers: the pending instructions,
-// the only ones show, edit, rm and move can change or usefully name.
-func pendingIDs(ctx context.Context, env *op.Env) []string {
+// pendingIDs are the ids shell completion offers where only pending
+// instructions can be named (edit, move), and with recent is true the 20
+// most recently consumed after them (show, rm, requeue share one input).
+func pendingIDs(ctx context.Context, env *op.Env, recent bool) []string {
 	var ids []string
 	view(ctx, env, func(t *tx) error {
-		for _, in := range t.pending(0) {
+		items := t.pending(0)
+		if recent {
+			items = append(items, t.consumed(20)...)
+		}
+		for _, in := range items {
 			ids = append(ids, in.ID)
 		}
 		return nil
@@ -19,9 +24,9 @@ func pendingIDs(ctx context.Context, env *op.Env) []string {
 	return ids
 }
 
-// Suggest offers pending instruction ids.
+// Suggest offers pending, then recently consumed, instruction ids.
 func (IDInput) Suggest(ctx context.Context, env *op.Env, field string) []string {
-	return pendingIDs(ctx, env)
+	return pendingIDs(ctx, env, true)
 }
 
 // Suggest offers pending instruction ids.
@@ -29,7 +34,7 @@ func (EditInput) Suggest(ctx context.Context, env *op.Env, field string) []strin
 	if field != "id" {
 		return nil
 	}
-	return pendingIDs(ctx, env)
+	return pendingIDs(ctx, env, false)
 }
 
 // Suggest offers pending instruction ids.
@@ -37,5 +42,5 @@ func (MoveInput) Suggest(ctx context.Context, env *op.Env, field string) []strin
 	if field != "id" {
 		return nil
 	}
-	return pendingIDs(ctx, env)
+	return pendingIDs(ctx, env, false)
 }
