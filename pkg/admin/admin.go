@@ -76,6 +76,10 @@ func backup(ctx context.Context, env *op.Env, in BackupInput) (BackupOutput, err
 	return BackupOutput{File: dest, Bytes: n}, nil
 }
 
+func compact(ctx context.Context, env *op.Env, _ struct{}) (store.CompactReport, error) {
+	return env.Store.Compact(ctx)
+}
+
 // destination resolves where a copy of the store goes; never onto the store.
 func destination(env *op.Env, verb, file string) (string, error) {
 	if err := env.Store.Err(); err != nil {
@@ -182,6 +186,9 @@ func Ops() []op.Operation {
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, check),
 		op.New(op.Meta{Name: "store_backup", Path: []string{"store", "backup"}, Callers: op.PersonOnly, Summary: "Write a consistent copy of a sound store while others keep using it",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, backup),
+		op.New(op.Meta{Name: "store_compact", Path: []string{"store", "compact"}, Callers: op.PersonOnly, Summary: "Rewrite the store without its free pages, holding its lock so others wait rather than lose anything",
+			Description: "bbolt keeps the pages a prune freed, so a store keeps its size and every commit writes the list of free pages; compact gives them back. 'lm store info' says about how much it would free.",
+			Effect:      op.Mutating, CLIOnly: true}, compact),
 		op.New(op.Meta{Name: "store_salvage", Path: []string{"store", "salvage"}, Callers: op.PersonOnly, Summary: "Copy every readable record of a damaged store into a fresh store file, listing what was dropped",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, salvage),
 		op.New(op.Meta{Name: "store_restore", Path: []string{"store", "restore"}, Callers: op.PersonOnly, Summary: "Replace the store with a sound store file (a backup or a salvage), keeping the old one beside it",

@@ -20,6 +20,10 @@ type Info struct {
 	SchemaVersion int            `json:"schema_version"`
 	BinarySchema  int            `json:"binary_schema_version"`
 	Buckets       map[string]int `json:"buckets" jsonschema:"number of keys in each top-level bucket"`
+	// Reclaimable is what 'lm store compact' would give back: the file's
+	// size beyond the pages its data, bbolt's two meta pages and its free
+	// list occupy.
+	Reclaimable int64 `json:"reclaimable_bytes" jsonschema:"about how many bytes lm store compact would free"`
 }
 
 // Stat reads the store's size, schema version and bucket sizes.
@@ -39,10 +43,15 @@ func (s *Store) Stat(ctx context.Context) (Info, error) {
 	info.SizeBytes = fi.Size()
 	err = s.View(ctx, func(tx *bolt.Tx) error {
 		info.SchemaVersion = Version(tx)
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			info.Buckets[string(name)] = b.Stats().KeyN
+		pages := 4 // two meta pages, the free list's, the root's
+		err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			st := b.Stats()
+			info.Buckets[string(name)] = st.KeyN
+			pages += st.BranchPageN + st.BranchOverflowN + st.LeafPageN + st.LeafOverflowN
 			return nil
 		})
+		info.Reclaimable = max(0, info.SizeBytes-int64(pages*tx.DB().Info().PageSize))
+		return err
 	})
 	return info, err
 }
