@@ -41,7 +41,7 @@ func Main() int {
 func Run(ctx context.Context, args []string, s Streams) int {
 	a := &app{streams: s, started: time.Now()}
 	root := a.root()
-	args = multiCall(args, root)
+	args = rewriteArgs(root, multiCall(args, root))
 	a.args = args
 	a.prepare(args[1:])
 	err := root.Run(ctx, args)
@@ -70,15 +70,6 @@ type app struct {
 	args    []string // the command line, for the words after "--"
 }
 
-// usageError is a malformed command line.
-type usageError struct {
-	cmd string
-	err error
-}
-
-func (e *usageError) Error() string { return e.err.Error() }
-func (e *usageError) Unwrap() error { return e.err }
-
 // exitStatus ends a run with a status and no message, for results that
 // choose their own exit code.
 type exitStatus int
@@ -101,8 +92,11 @@ func (a *app) exit(ctx context.Context, root *ucli.Command, err error) int {
 	cmdName := ""
 	var usage *usageError
 	if errors.As(err, &usage) {
-		err = &op.Error{Kind: op.KindInvalid, Category: "usage", Err: err,
-			Hint: fmt.Sprintf("see '%s --help'", usage.cmd)}
+		hint := usage.hint
+		if hint == "" {
+			hint = fmt.Sprintf("see '%s --help'", usage.cmd)
+		}
+		err = &op.Error{Kind: op.KindInvalid, Category: "usage", Err: err, Hint: hint}
 		cmdName = strings.TrimPrefix(usage.cmd, "lm ")
 	}
 	if errors.Is(err, jsonio.ErrBadFilter) {
@@ -173,6 +167,7 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 		Stdout:  a.streams.Out,
 		Environ: os.Environ(),
 		Stderr:  a.streams.Err,
+		Verbose: cmd.Bool("verbose") || jsonio.IsTerminal(a.streams.Err),
 		Now:     time.Now,
 		Started: a.started,
 		Caller:  op.Person(),
@@ -180,5 +175,14 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 }
 
 func (a *app) printer(cmd *ucli.Command) (*jsonio.Printer, error) {
+	jq, raw := cmd.String("jq"), cmd.Bool("raw-output")
+	switch {
+	case strings.HasPrefix(jq, "-"):
+		return nil, &usageError{cmd: cmd.FullName(), err: fmt.Errorf("--jq wants a jq filter, got the flag %q", jq),
+			hint: "the filter follows --jq: write -r --jq EXPR (or --jq EXPR -r)"}
+	case raw && jq == "":
+		return nil, &usageError{cmd: cmd.FullName(), err: errors.New("-r prints the strings a --jq filter selects, and there is no --jq"),
+			hint: "add a filter, e.g. -r --jq '.items[].id'"}
+	}
 	return jsonio.NewPrinter(a.streams.Out, cmd.String("jq"), cmd.Bool("raw-output"), jsonio.IsTerminal(a.streams.Out))
 }

@@ -209,6 +209,11 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		// is complete once `lm gateway start` sees the state file. The
 		// page's URL carries the person's token, so it is printed here
 		// only, never written to the state file (the log is private).
+		// A person at a terminal gets it as a line to click first.
+		if jsonio.IsTerminal(a.streams.Err) {
+			fmt.Fprintf(a.streams.Err, "lm: the page: %s (the link carries its token)\n"+
+				"lm: agents: http://%s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(addr), addr)
+		}
 		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(addr), "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}

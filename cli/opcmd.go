@@ -21,7 +21,7 @@ import (
 
 // reservedFlags are global or adapter flags no operation field may shadow.
 var reservedFlags = map[string]bool{
-	"store": true, "jq": true, "raw-output": true, "json-errors": true, "lock-timeout": true,
+	"store": true, "jq": true, "raw-output": true, "json-errors": true, "lock-timeout": true, "verbose": true, "v": true,
 	"input": true, "jsonl": true, "help": true,
 }
 
@@ -62,6 +62,9 @@ func (a *app) prepare(args []string) {
 		path := l.op.Info().Path
 		i := 0
 		for _, arg := range args {
+			if group, ok := groupAliases[arg]; ok && i == 0 {
+				arg = group
+			}
 			if i < len(path) && arg == path[i] {
 				i++
 			}
@@ -79,6 +82,7 @@ func (a *app) complete(l leaf) {
 	schema := l.op.InputSchema()
 	cmd := l.cmd
 	cmd.ArgsUsage = argsUsage(m, schema)
+	cmd.ShellComplete = a.suggest(l)
 	bound := map[string]bool{}
 	for _, name := range m.Args {
 		bound[name] = true
@@ -89,7 +93,11 @@ func (a *app) complete(l leaf) {
 		if bound[name] || schema.Properties[name].WriteOnly {
 			continue
 		}
-		if f := flagFor(name, schema.Properties[name], m.Aliases[name]); f != nil {
+		aliases := m.Aliases[name]
+		if name == "follow" && !slices.Contains(aliases, "f") {
+			aliases = append(slices.Clone(aliases), "f") // -f wherever --follow is, as tail has it
+		}
+		if f := flagFor(name, schema.Properties[name], aliases); f != nil {
 			cmd.Flags = append(cmd.Flags, f)
 		}
 	}
@@ -98,6 +106,16 @@ func (a *app) complete(l leaf) {
 	if m.Lines != "" {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "jsonl", Local: true,
 			Usage: "read stdin as JSON Lines, one item per line, all in one transaction"})
+	}
+	if l.op.ForPeople() {
+		for _, f := range formatFlags() {
+			for _, n := range f.Names() {
+				if slices.ContainsFunc(cmd.Flags, func(g ucli.Flag) bool { return slices.Contains(g.Names(), n) }) {
+					panic(fmt.Sprintf("cli: %s: flag -%s collides with the output format flags", m.Name, n))
+				}
+			}
+		}
+		cmd.Flags = append(cmd.Flags, formatFlags()...)
 	}
 }
 
@@ -111,6 +129,12 @@ func hasFlag(cmd *ucli.Command, name string) bool {
 		}
 	}
 	return false
+}
+
+// isSize reports whether an integer field counts bytes, so its flag takes
+// units (--log-size 8MiB).
+func isSize(field string) bool {
+	return strings.HasSuffix(field, "_size") || strings.HasSuffix(field, "_bytes")
 }
 
 func flagName(field string) string { return strings.ReplaceAll(field, "_", "-") }
@@ -140,6 +164,9 @@ func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 	case "string":
 		return &ucli.StringFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "integer":
+		if isSize(field) {
+			return &sizeFlag{Name: name, Aliases: aliases, Usage: usage + " (a size: 65536, 64KiB, 8MiB)", Local: true, HideDefault: true}
+		}
 		return &ucli.Int64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "number":
 		return &ucli.Float64Flag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
@@ -163,7 +190,7 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		debug.SetGCPercent(400)
 	}
 	schema := o.InputSchema()
-	printer, err := a.printer(cmd)
+	present, err := a.presenter(cmd)
 	if err != nil {
 		return err
 	}
@@ -206,6 +233,9 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 			in[f] = strings.TrimRight(string(text), "\r\n")
 		}
 	}
+	if err := missingArgs(cmd, m, schema, in); err != nil {
+		return err
+	}
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return err
@@ -214,20 +244,29 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 	if err != nil {
 		return err
 	}
-	env.Emit = func(v any) error { return printer.Line(ctx, v) }
+	env.Emit = func(v any) error { return present.line(ctx, v) }
+	present.forPeople(env)
 	var delivered []func()
 	env.AfterReply = func(_ string, fn func()) { delivered = append(delivered, fn) }
 	out, err := o.Call(ctx, env, raw)
 	if err != nil {
+		if ctx.Err() != nil {
+			present.interrupted(out)
+		}
 		return err
 	}
 	if !m.Stream {
-		if err := printer.Document(ctx, out); err != nil {
+		if err := present.document(ctx, out); err != nil {
 			return err
 		}
 	}
 	for _, fn := range delivered { // printed: the reply is the caller's now
 		fn()
+	}
+	if n, ok := out.(interface{ Notes() []string }); ok {
+		for _, note := range n.Notes() {
+			fmt.Fprintf(a.streams.Err, "lm: %s: %s\n", strings.Join(m.Path, " "), note)
+		}
 	}
 	if ex, ok := out.(op.Exiter); ok && ex.ExitCode() != 0 {
 		return exitStatus(ex.ExitCode())
@@ -284,6 +323,19 @@ func bindArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, args []st
 	}
 	if len(args) > len(m.Args) {
 		return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("too many arguments: %q", args[len(m.Args):])}
+	}
+	return nil
+}
+
+// missingArgs refuses a command line without a required positional
+// argument, naming it as the synopsis does.
+func missingArgs(cmd *ucli.Command, m op.Meta, schema *jsonschema.Schema, in map[string]any) error {
+	for _, field := range m.Args {
+		if _, set := in[field]; set || !slices.Contains(schema.Required, field) {
+			continue
+		}
+		return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("missing argument %s", strings.ToUpper(field)),
+			hint: fmt.Sprintf("usage: %s [options] %s", cmd.FullName(), cmd.ArgsUsage)}
 	}
 	return nil
 }

@@ -21,8 +21,10 @@ func (a *app) root() *ucli.Command {
 	root := &ucli.Command{
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
-		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
-			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
+		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is JSON " +
+			"(JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
+			"and a job's output prints as text (--json, --jq or -o json|table|tsv choose). Colour only on a terminal, " +
+			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
 			"go before `--`: every word after it belongs to the task or program the command runs.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
@@ -38,6 +40,7 @@ func (a *app) root() *ucli.Command {
 			&ucli.StringFlag{Name: "jq", Aliases: []string{"q"}, Usage: "filter the output with a jq `EXPR`"},
 			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes"},
 			&ucli.BoolFlag{Name: "json-errors", Usage: "report errors as a JSON object on stderr (also LM_JSON_ERRORS=1)"},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also report routine progress on stderr (a server connecting), as on a terminal"},
 			&durationFlag{Name: "lock-timeout", Value: store.DefaultLockTimeout, Usage: "how long to wait for another process holding the store", Sources: ucli.EnvVars("LM_LOCK_TIMEOUT")},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
@@ -46,7 +49,7 @@ func (a *app) root() *ucli.Command {
 			}
 			return ucli.ShowRootCommandHelp(cmd)
 		},
-		ConfigureShellCompletionCommand: func(c *ucli.Command) { c.Hidden = false },
+		ConfigureShellCompletionCommand: configureCompletion,
 	}
 	// An operation whose path is just its group (`lm verify`) is the group
 	// command itself; any deeper operations of that group hang below it.
@@ -61,6 +64,11 @@ func (a *app) root() *ucli.Command {
 		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
 		if o, ok := groupOps[g.Name]; ok {
 			groups[g.Name] = a.opCommand(o)
+		}
+		for alias, group := range groupAliases {
+			if group == g.Name {
+				groups[g.Name].Aliases = append(groups[g.Name].Aliases, alias)
+			}
 		}
 		root.Commands = append(root.Commands, groups[g.Name])
 	}
@@ -86,7 +94,7 @@ func (a *app) root() *ucli.Command {
 	root.Commands = append(root.Commands, a.mcpCommand(), a.gatewayCommand())
 	root.Walk(func(c *ucli.Command) error {
 		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
-			return &usageError{cmd: c.FullName(), err: err}
+			return explainUsage(c, err)
 		}
 		return nil
 	})
@@ -99,10 +107,6 @@ func groupAction(_ context.Context, cmd *ucli.Command) error {
 		return unknownCommand(cmd)
 	}
 	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("%s needs a subcommand: %s", cmd.FullName(), subcommands(cmd))}
-}
-
-func unknownCommand(cmd *ucli.Command) error {
-	return &usageError{cmd: cmd.FullName(), err: fmt.Errorf("unknown command %q for %q; commands: %s", cmd.Args().First(), cmd.FullName(), subcommands(cmd))}
 }
 
 func subcommands(cmd *ucli.Command) string {

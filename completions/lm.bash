@@ -6,8 +6,10 @@ __lm_init_completion() {
   COMPREPLY=()
   if declare -F _comp_initialize >/dev/null 2>&1; then
     _comp_initialize "$@"
-  else
+  elif declare -F _get_comp_words_by_ref >/dev/null 2>&1; then
     _get_comp_words_by_ref "$@" cur prev words cword
+  else
+    return 0 # without bash-completion, bash's own COMP_WORDS and COMP_CWORD serve
   fi
 }
 

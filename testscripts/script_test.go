@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"lm":       lm,
 		"lm-queue": lm,
+		"ontty":    func() { os.Exit(ontty()) },
 	})
 }
 

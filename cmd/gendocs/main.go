@@ -48,26 +48,28 @@ func main() {
 func render() (map[string][]byte, error) {
 	files := map[string][]byte{"docs/callers.md": registry.CallersDoc()}
 	tree := cli.DocsTree()
-	page, err := docs.ToManWithSection(tree, 1)
+	pages := pageNames(tree)
+	root := *tree
+	root.Description = strings.TrimSpace(strings.TrimSuffix(root.Description, cli.ExitStatusText))
+	page, err := docs.ToManWithSection(&root, 1)
 	if err != nil {
 		return nil, fmt.Errorf("man page lm.1: %w", err)
 	}
-	files["man/lm.1"] = []byte(page)
+	files["man/lm.1"] = []byte(withSections(page, "lm", "lm", &ucli.Command{Name: "lm", ArgsUsage: "COMMAND ..."}, pages))
 	for _, c := range tree.Commands {
 		if c.Hidden || c.Name == "help" || c.Name == "completion" {
 			continue
 		}
 		// Each command gets its own page, named as its multi-call link,
-		// with the exit codes every lm command shares.
+		// with the sections every lm command shares.
 		group := *c
 		group.Name = "lm-" + c.Name
-		group.Description = strings.TrimSpace(group.Description + "\n\n" + cli.ExitStatusText)
-		describeCommands(group.Commands)
+		describeCommands("lm "+c.Name, group.Commands)
 		page, err := docs.ToManWithSection(&group, 1)
 		if err != nil {
 			return nil, fmt.Errorf("man page lm-%s.1: %w", c.Name, err)
 		}
-		files["man/lm-"+c.Name+".1"] = []byte(page)
+		files["man/lm-"+c.Name+".1"] = []byte(withSections(page, group.Name, "lm "+c.Name, c, pages))
 	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		var out bytes.Buffer
@@ -83,12 +85,15 @@ func render() (map[string][]byte, error) {
 // describeCommands puts each command's description (what it does, its
 // examples, its MCP tool) under its summary: the page lists commands by
 // summary and flags only, and a man page is where people look for the rest.
-func describeCommands(commands []*ucli.Command) {
+func describeCommands(path string, commands []*ucli.Command) {
 	for _, c := range commands {
+		if c.ArgsUsage != "" || len(c.Commands) == 0 {
+			c.Usage += "\n\n    " + usageLine(path+" "+c.Name, c)
+		}
 		if c.Description != "" {
 			c.Usage += "\n\n" + markdown(c.Description)
 		}
-		describeCommands(c.Commands)
+		describeCommands(path+" "+c.Name, c.Commands)
 	}
 }
 

@@ -35,3 +35,25 @@ func TestGeneratedDocsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestManPagesHaveSections checks that every page has the sections people
+// look for, and that a synopsis names positional arguments.
+func TestManPagesHaveSections(t *testing.T) {
+	files, err := render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if filepath.Dir(name) != "man" {
+			continue
+		}
+		for _, section := range []string{".SH SYNOPSIS", ".SH ENVIRONMENT", ".SH FILES", ".SH EXIT STATUS", ".SH SEE ALSO"} {
+			if !bytes.Contains(content, []byte(section+"\n")) {
+				t.Errorf("%s has no %s", name, section)
+			}
+		}
+	}
+	if page := files["man/lm-queue.1"]; !bytes.Contains(page, []byte("\nlm queue show [options] ID\n")) {
+		t.Errorf("lm-queue.1's synopsis does not show lm queue show's argument:\n%s", page[:min(len(page), 600)])
+	}
+}

@@ -205,7 +205,7 @@ func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 	stop := httpServer(t, bin, port)
 	status := &syncBuffer{}
 	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
-	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status})
+	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	if o := agent.OptionsFromEnv(&op.Env{Environ: []string{"LM_RECONNECT_BACKOFF=3s"}}); o.Backoff != 3*time.Second {
 		t.Fatalf("LM_RECONNECT_BACKOFF=3s in the caller's environment: first delay %s", o.Backoff)
 	}
-	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status})
+	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := agent.Connect(ctx, agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port)},
-		agent.Options{Backoff: 10 * time.Millisecond, Attempts: 1, Status: status})
+		agent.Options{Backoff: 10 * time.Millisecond, Attempts: 1, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import "lmtool.dev/lm/pkg/op"
 
 const targetHelp = "The server is a configured server's name (the first argument), or --url URL (streamable HTTP, falling back to SSE; " +
 	"--header K:V and --bearer TOKEN or $LM_SERVER_TOKEN), or -- CMD ARGS… at the end of the line (stdio; the command line only). " +
-	"Connection states (connecting, connected, disconnected, error) are reported on stderr; a dropped HTTP or SSE connection is " +
+	"Connection states are reported on stderr (disconnected and error always; connecting and connected at a terminal or with -v); a dropped HTTP or SSE connection is " +
 	"reconnected after 1, 2, 4, 8 and 16 s (LM_RECONNECT_BACKOFF sets the first delay) before giving up."
 
 // Ops are the MCP client's operations: `lm servers info|tools|resources|

@@ -47,6 +47,10 @@ type Options struct {
 	// included); when it passes the request fails with exit 7. Zero waits
 	// as long as the server takes.
 	CallTimeout time.Duration
+	// Routine adds the connecting and connected lines to Status, for a
+	// person who watches (a terminal, or -v); disconnections and errors
+	// are always reported.
+	Routine bool
 	// Status receives the state lines ("lm: server X: connected").
 	Status io.Writer
 	// Environ is the environment a stdio server starts with, before the
@@ -66,7 +70,7 @@ const (
 // durations) from the caller's environment over the defaults; status
 // lines go to its stderr.
 func OptionsFromEnv(env *op.Env) Options {
-	o := Options{Status: env.Stderr, Environ: env.Environ}
+	o := Options{Status: env.Stderr, Environ: env.Environ, Routine: env.Verbose}
 	if d, err := duration.Parse(env.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
 		o.Backoff = d
 	}
@@ -180,6 +184,9 @@ func (s *Session) Transport() string {
 }
 
 func (s *Session) state(state, detail string) {
+	if !s.opts.Routine && (state == StateConnecting || state == StateConnected) {
+		return
+	}
 	line := fmt.Sprintf("lm: server %s: %s", s.target, state)
 	if detail != "" {
 		line += ": " + detail

@@ -9,6 +9,7 @@
 package envelope
 
 import (
+	"slices"
 	"strconv"
 
 	"lmtool.dev/lm/pkg/jsonio"
@@ -27,7 +28,8 @@ type Result[T any] struct {
 	BytesRead     int64   `json:"bytes_read" jsonschema:"bytes of input read to produce the answer"`
 	TokensSaved   int     `json:"tokens_saved" jsonschema:"estimate: tokens of input read minus tokens of data returned (4 bytes a token)"`
 
-	exit int
+	exit  int
+	notes []string
 }
 
 // bytesPerToken is the usual rough size of a token in English and code.
@@ -105,6 +107,16 @@ func (r Result[T]) WithExit(code int) Result[T] {
 	r.exit = code
 	return r
 }
+
+// WithNote adds a line the CLI prints on stderr after the result, for what
+// a person must not miss inside the JSON (a file that does not exist).
+func (r Result[T]) WithNote(note string) Result[T] {
+	r.notes = append(slices.Clip(r.notes), note)
+	return r
+}
+
+// Notes are the lines added by WithNote.
+func (r Result[T]) Notes() []string { return r.notes }
 
 // ExitCode implements op.Exiter.
 func (r Result[T]) ExitCode() int { return r.exit }

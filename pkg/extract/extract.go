@@ -193,7 +193,18 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	return envelope.OK(d, read), nil
+	return withMissing(envelope.OK(d, read), results), nil
+}
+
+// withMissing makes a file that does not exist fail the command as rg's
+// does (exit 3, the error on stderr) while the others' results still print.
+func withMissing(out Output, results map[string]FileResult) Output {
+	for _, name := range slices.Sorted(maps.Keys(results)) {
+		if r := results[name]; r.ErrorCategory == "file_not_found" {
+			out = out.WithNote(r.Error).WithExit(op.KindNotFound.ExitCode())
+		}
+	}
+	return out
 }
 
 // run processes every file of the call.

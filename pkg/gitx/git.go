@@ -180,8 +180,9 @@ type ChangedFile struct {
 	From       string `json:"from,omitempty"`
 }
 
-// Output is local_git's result.
-type Output = envelope.Result[Data]
+// Output is local_git's result. It embeds the envelope, whose JSON it is,
+// so that it can also declare its table for people (table.go).
+type Output struct{ envelope.Result[Data] }
 
 // Git answers one local_git call.
 func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -216,7 +217,7 @@ func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	return envelope.OK(d, int64(read)), nil
+	return Output{envelope.OK(d, int64(read))}, nil
 }
 
 func (r *repo) status(ctx context.Context, in Input, specs []string, d *Data) (int, error) {

@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -126,9 +128,14 @@ func finishWithin(ctx context.Context, env *op.Env, j Job, wait time.Duration) (
 	if wait <= 0 {
 		return StartOutput{Job: j}, nil
 	}
-	j, err := waitEnd(ctx, env, j.ID, wait)
-	if err != nil || !j.Terminal() {
+	env.ReportProgress(0, wait.Seconds(), fmt.Sprintf("waiting up to %s for %s to end", wait, j.ID))
+	ended, err := waitEnd(ctx, env, j.ID, wait)
+	if err != nil {
+		// Cut short (Ctrl+C): the job as started, which keeps running.
 		return StartOutput{Job: j}, err
+	}
+	if j = ended; !j.Terminal() {
+		return StartOutput{Job: j}, nil
 	}
 	from := uint64(0)
 	if j.BytesEmitted > DefaultChunk {
@@ -213,10 +220,17 @@ type LogsInput struct {
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"most bytes to return (default 65536)"`
 	Wait     string `json:"wait,omitempty" jsonschema:"when nothing new is there yet, wait up to this long for output or the job's end"`
 	Follow   bool   `json:"follow,omitempty" jsonschema:"print chunks as JSON Lines until the job ends (CLI)"`
+	Tail     int    `json:"tail,omitempty" jsonschema:"start at the last N lines of output instead of from (as tail -n N; with follow, then follow)"`
 }
 
 // Validate takes the job from id or job_id.
-func (in *LogsInput) Validate() error { return oneID(&in.ID, in.JobID) }
+func (in *LogsInput) Validate() error {
+	if in.Tail < 0 || (in.Tail > 0 && in.From > 0) {
+		return op.Errorf(op.KindInvalid, "tail wants a number of lines and no from, got tail %d from %d", in.Tail, in.From).
+			WithHint("use tail to start at the last lines, or from to continue at a cursor")
+	}
+	return oneID(&in.ID, in.JobID)
+}
 
 // LogsOutput is a chunk of output and where to continue.
 type LogsOutput struct {
@@ -231,6 +245,9 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 	j, err := load(ctx, env, in.ID)
 	if err != nil {
 		return LogsOutput{}, err
+	}
+	if in.Tail > 0 {
+		in.From = tailCursor(env, j, in.Tail)
 	}
 	if in.Follow {
 		if env.Emit == nil {
@@ -248,6 +265,29 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 		}
 	}
 	return read(env, j, in.From, in.MaxBytes)
+}
+
+// tailCursor is the cursor where the last n lines of the job's output
+// begin, looking back at most one chunk; a final line without its newline
+// counts as a line.
+func tailCursor(env *op.Env, j Job, n int) uint64 {
+	from := uint64(0)
+	if j.BytesEmitted > DefaultChunk {
+		from = j.BytesEmitted - DefaultChunk
+	}
+	c, err := readRing(logPath(env.Home, j.ID), from, DefaultChunk)
+	if err != nil {
+		return 0
+	}
+	data := strings.TrimSuffix(c.Data, "\n")
+	for i := len(data) - 1; i >= 0; i-- {
+		if data[i] == '\n' {
+			if n--; n == 0 {
+				return c.From + uint64(i) + 1
+			}
+		}
+	}
+	return c.From
 }
 
 func read(env *op.Env, j Job, from uint64, max int) (LogsOutput, error) {
@@ -408,6 +448,7 @@ func Wait(ctx context.Context, env *op.Env, in WaitInput) (WaitOutput, error) {
 	if err != nil {
 		return WaitOutput{}, err
 	}
+	env.ReportProgress(0, 0, fmt.Sprintf("waiting for %s to end", in.ID))
 	j, err := waitEnd(ctx, env, in.ID, timeout)
 	return WaitOutput{Job: j, TimedOut: err == nil && !j.Terminal()}, err
 }

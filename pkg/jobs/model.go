@@ -119,10 +119,20 @@ func resolve(tx *bolt.Tx, idOrPrefix string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	// A unique prefix, or a unique tail: what tables show ("…M1N2") for
+	// ids made in one burst, which share most of their characters.
+	tail, tailOnly := strings.CutPrefix(strings.Replace(want, "...", "…", 1), "…")
 	var matches []Job
 	for _, r := range jobs {
-		if strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
+		if !tailOnly && strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
 			matches = append(matches, r)
+		}
+	}
+	if len(matches) == 0 {
+		for _, r := range jobs {
+			if strings.HasSuffix(r.ID, tail) {
+				matches = append(matches, r)
+			}
 		}
 	}
 	switch len(matches) {

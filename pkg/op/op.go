@@ -110,6 +110,9 @@ type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer // diagnostics; handlers never write to stdout
+	// Verbose asks for routine status lines on Stderr as well (a server
+	// connecting): a person reads them at a terminal or asked with -v.
+	Verbose bool
 	// Environ is the environment the face was started with, as
 	// "KEY=value" (read it with Getenv; start programs with ChildEnv).
 	// Nil is an empty environment.
@@ -223,6 +226,11 @@ type Operation interface {
 	// callers' policy is enforced, so every face that runs an operation
 	// gets it.
 	Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error)
+	// ForPeople reports whether the output has a table or text for people.
+	ForPeople() bool
+	// Suggest lists the values an input field may take now, for shell
+	// completion (see [Suggester]); nil when the input does not know.
+	Suggest(ctx context.Context, env *Env, field string) []string
 }
 
 // Handler runs an operation.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,7 +140,9 @@ func (t *tx) put(r record) error {
 	return itemsBucket.Put(t.Tx, []byte(r.ID), r)
 }
 
-// resolve finds the instruction an id or unique id prefix names.
+// resolve finds the instruction an id names: whole, a unique prefix, a
+// pending position, or a unique tail (what tables show, "…M1N2", for ids
+// made in one burst, which share most of their characters).
 func (t *tx) resolve(idOrPrefix string) (record, error) {
 	prefix := strings.ToUpper(strings.TrimSpace(idOrPrefix))
 	if prefix == "" {
@@ -148,11 +151,31 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 	if r, ok := t.get(prefix); ok {
 		return r, nil
 	}
+	tail, tailOnly := cutTailMark(prefix)
+	if n, ok := queuePosition(prefix); ok {
+		pending := t.pending(n)
+		if len(pending) < n {
+			return record{}, op.Errorf(op.KindNotFound, "no pending instruction at position %d (%d pending)", n, len(pending)).
+				WithHint("positions are the # column of lm queue list")
+		}
+		r, _ := t.get(pending[n-1].ID)
+		return r, nil
+	}
 	var matches []string
-	if b := itemsBucket.Of(t.Tx); b != nil {
+	by := "prefix"
+	if b := itemsBucket.Of(t.Tx); b != nil && !tailOnly {
 		c := b.Cursor()
 		for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)) && len(matches) < 5; k, _ = c.Next() {
 			matches = append(matches, string(k))
+		}
+	}
+	if b := itemsBucket.Of(t.Tx); b != nil && len(matches) == 0 {
+		by = "tail"
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && len(matches) < 5; k, _ = c.Next() {
+			if bytes.HasSuffix(k, []byte(tail)) {
+				matches = append(matches, string(k))
+			}
 		}
 	}
 	switch len(matches) {
@@ -163,9 +186,32 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 		r, _ := t.get(matches[0])
 		return r, nil
 	default:
-		return record{}, op.Errorf(op.KindInvalid, "id prefix %q is ambiguous: it matches %s", idOrPrefix, strings.Join(matches, ", ")).
+		return record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, idOrPrefix, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
+}
+
+// cutTailMark removes the mark tables put before an id's tail ("…" or
+// "..."), and says whether there was one.
+func cutTailMark(id string) (string, bool) {
+	for _, mark := range []string{"…", "..."} {
+		if tail, ok := strings.CutPrefix(id, mark); ok {
+			return tail, true
+		}
+	}
+	return id, false
+}
+
+// queuePosition reads a place in the queue where an id is expected (lm
+// queue move 3 --to 1): a whole number that does not start with 0. It
+// cannot be an id prefix, since ids start with 0 (ULIDs until the year
+// 10889).
+func queuePosition(s string) (int, bool) {
+	if s == "" || s[0] < '1' || s[0] > '9' || len(s) > 9 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // position is the 1-based rank of a pending instruction.

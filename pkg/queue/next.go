@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -143,6 +144,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 	// Progress is reported only to a caller that asked for it: a ticker
 	// nobody listens to would wake the wait for nothing.
 	var progress <-chan time.Time
+	waiting := "" // what the wait says it does, once it starts
 	if env.Progress != nil {
 		ticker := time.NewTicker(progressEvery)
 		defer ticker.Stop()
@@ -163,13 +165,17 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 		if current.Load() != gen || !env.Now().Before(deadline) {
 			break
 		}
+		if waiting == "" {
+			waiting = fmt.Sprintf("waiting up to %s for an instruction", deadline.Sub(start).Round(time.Second))
+			env.ReportProgress(0, deadline.Sub(start).Seconds(), waiting)
+		}
 		timer := time.NewTimer(deadline.Sub(env.Now()))
 		select {
 		case <-changes:
 		case <-timer.C:
 		case <-progress:
 			waited := env.Now().Sub(start)
-			env.ReportProgress(waited.Seconds(), deadline.Sub(start).Seconds(), "waiting for an instruction")
+			env.ReportProgress(waited.Seconds(), deadline.Sub(start).Seconds(), waiting)
 		case <-ctx.Done():
 			timer.Stop()
 			finish(env, agent, "", false)

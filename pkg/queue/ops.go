@@ -65,8 +65,9 @@ func Ops() []op.Operation {
 			Name: "queue_move", Path: []string{"queue", "move"},
 			Callers: op.PersonOnly,
 			Summary: "Move a pending instruction to another place in the queue", Args: []string{"id"},
-			Examples: "lm queue move 01JD --to 1",
-			Effect:   op.Mutating, Idempotent: true,
+			Description: "ID may be a position instead (lm queue move 3 --to 1): a number not starting with 0, which no id does.",
+			Examples:    "lm queue move 01JD --to 1\nlm queue move 3 --to 1",
+			Effect:      op.Mutating, Idempotent: true,
 		}, Move),
 		op.New(op.Meta{
 			Name: "queue_requeue", Path: []string{"queue", "requeue"},
@@ -79,10 +80,11 @@ func Ops() []op.Operation {
 		}, Requeue),
 		op.New(op.Meta{
 			Name: "queue_status", Path: []string{"queue", "status"},
-			Callers: op.PersonOnly,
-			Summary: "Show queue counts, settings and agent activity",
-			Effect:  op.ReadOnly, Idempotent: true,
-		}, Status),
+			Callers:     op.PersonOnly,
+			Summary:     "Show queue counts, settings and agent activity",
+			Description: "server.status is up while a gateway serves this store (lm gateway), down otherwise.",
+			Effect:      op.ReadOnly, Idempotent: true,
+		}, GatewayStatus),
 		op.New(op.Meta{
 			Name: "queue_config", Path: []string{"queue", "config"},
 			Callers:     op.PersonOnly,

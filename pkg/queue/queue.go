@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/duration"
+	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -169,7 +170,7 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 
 // IDInput names one instruction by id or unique id prefix.
 type IDInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position (1 is next)"`
 }
 
 // ItemOutput is one instruction.
@@ -198,7 +199,7 @@ func errConsumed(r record, verb string) error {
 
 // EditInput replaces a pending instruction's text.
 type EditInput struct {
-	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position"`
 	Content string `json:"content" jsonschema:"the new text"`
 }
 
@@ -254,7 +255,7 @@ func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) 
 
 // MoveInput moves a pending instruction to a new place in the queue.
 type MoveInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or its position (1 is next)"`
 	To int    `json:"to" jsonschema:"the new 1-based position among pending instructions"`
 }
 
@@ -295,10 +296,10 @@ func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 	return out, err
 }
 
-// ServerStatus is the serving process.
+// ServerStatus is the serving process: the gateway that serves the page.
 type ServerStatus struct {
-	Status    string    `json:"status"`
-	StartedAt time.Time `json:"started_at"`
+	Status    string    `json:"status" jsonschema:"up, or down when no gateway serves this store"`
+	StartedAt time.Time `json:"started_at,omitzero" jsonschema:"when the gateway started; absent while down"`
 }
 
 // QueueCounts counts instructions.
@@ -330,6 +331,21 @@ func Status(ctx context.Context, env *op.Env, _ Empty) (StatusOutput, error) {
 	})
 	out.StoreID = env.Store.Identity()
 	return out, err
+}
+
+// GatewayStatus is queue_status outside the gateway (lm's CLI, lm mcp):
+// server says whether a gateway serves this store, not that the asking
+// process runs.
+func GatewayStatus(ctx context.Context, env *op.Env, in Empty) (StatusOutput, error) {
+	out, err := Status(ctx, env, in)
+	if err != nil {
+		return out, err
+	}
+	out.Server = ServerStatus{Status: "down"}
+	if gw, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok && gw.Store == env.Store.Path {
+		out.Server = ServerStatus{Status: "up", StartedAt: gw.StartedAt.UTC()}
+	}
+	return out, nil
 }
 
 func status(t *tx, started time.Time) StatusOutput {
