@@ -53,7 +53,7 @@ const (
 type AskOutput struct {
 	Request    string    `json:"request"`
 	Steps      []AskStep `json:"steps"`
-	Answer     string    `json:"answer,omitempty" jsonschema:"the model's final answer, or its summary when the steps ran out"`
+	Answer     string    `json:"answer,omitempty" jsonschema:"the model's final answer, or its summary when the steps ran out (the last call's result when it gave none)"`
 	Stopped    string    `json:"stopped" jsonschema:"why the request ended: done, max_steps, rejected, dry_run or failed"`
 	Error      string    `json:"error,omitempty" jsonschema:"with failed: what failed"`
 	TokensUsed int       `json:"tokens_used" jsonschema:"the model's tokens over every attempt"`
@@ -207,11 +207,21 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 		c.tell(tool.Name, call.Result, err, next)
 	}
 	// The budget is spent: the model may only sum up what the calls found.
+	// Every call succeeded, so a model that keeps proposing calls instead
+	// of summing up does not fail the request: it ends at the limit with
+	// the last call's result as the answer.
+	c.out.Stopped = StoppedMaxSteps
 	p, err := c.propose(ctx, true)
+	if hasCategory(err, model.CategoryInvalidOutput) {
+		fmt.Fprintf(c.env.Stderr, "lm: servers ask: the limit of %d calls is reached and the model gave no summary; the answer is the last result\n", c.maxSteps)
+		last := c.out.Steps[len(c.out.Steps)-1]
+		c.out.Answer = outcomeText(last.Proposal.Tool, last.Result, last.Error)
+		return c.out, nil
+	}
 	if err != nil {
 		return c.fail(err)
 	}
-	c.out.Answer, c.out.Stopped = p.Answer, StoppedMaxSteps
+	c.out.Answer = p.Answer
 	return c.out, nil
 }
 
@@ -343,9 +353,12 @@ func (c *conversation) fail(err error) (AskOutput, error) {
 	return c.out, nil
 }
 
-func isToolError(err error) bool {
+func isToolError(err error) bool { return hasCategory(err, OutcomeToolError) }
+
+// hasCategory reports whether err is an op error of the category.
+func hasCategory(err error, category string) bool {
 	var e *op.Error
-	return errors.As(err, &e) && e.Category == OutcomeToolError
+	return errors.As(err, &e) && e.Category == category
 }
 
 // systemPrompt tells the model the server's tools and how to answer.

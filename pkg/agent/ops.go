@@ -69,7 +69,8 @@ func Ops() []op.Operation {
 				"each call is shown in full and you answer y (run it), e (edit the arguments in $EDITOR, checked again), a (run it " +
 				"and the rest of this request's calls) or n (reject it, which ends the request). --yes runs every call unasked " +
 				"(recorded as auto); --dry-run only shows the first proposal. With no terminal and neither flag, nothing runs " +
-				"(exit 5). After each result the model may propose a follow-up, until it answers or --max-steps calls ran. " +
+				"(exit 5). After each result the model may propose a follow-up, until it answers or --max-steps calls ran (stopped: max_steps, " +
+				"exit 0, with the model's summary or else the last result). " +
 				"The output lists each step (proposal, approval, result) and the model's answer. Over MCP or HTTP servers_ask " +
 				"only proposes (dry_run must be true): it never runs a call a person has not approved. " + targetHelp,
 			Examples: "lm servers ask everything 'add 2 and 40'\n" +
