@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,6 +86,9 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if err := shift(env, &in.TargetInput, &in.Request); err != nil {
 		return AskOutput{}, err
 	}
+	if err := loneRequest(ctx, env, &in); err != nil {
+		return AskOutput{}, err
+	}
 	if strings.TrimSpace(in.Request) == "" {
 		return AskOutput{}, op.Errorf(op.KindInvalid, "no request given").
 			WithHint(`for example: lm servers ask NAME "add 2 and 3"`)
@@ -131,6 +135,30 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	}
 	c.messages = append(c.messages, model.Message{Role: "user", Content: in.Request})
 	return c.run(ctx)
+}
+
+// loneRequest reads `lm servers ask WORDS` with one argument: a configured
+// server's name stays the server (and the request is missing); anything
+// else is the request, to the one configured server if there is only one.
+func loneRequest(ctx context.Context, env *op.Env, in *AskInput) error {
+	if !env.Caller.Terminal || in.Request != "" || in.URL != "" || len(in.Command) > 0 {
+		return nil
+	}
+	names, err := Configured(ctx, env)
+	if err != nil {
+		return err
+	}
+	if in.Server != "" && slices.Contains(names, in.Server) {
+		return nil
+	}
+	in.Request, in.Server = in.Server, ""
+	if len(names) == 1 {
+		in.Server = names[0]
+	}
+	if in.Request != "" && !in.given() {
+		return noServerGiven(ctx, env)
+	}
+	return nil
 }
 
 // askModel is the configured model, or an error naming the setting to add.

@@ -48,7 +48,7 @@ var Commands = []string{"version"}
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
-	agent.Lookup = configuredServer
+	agent.Lookup, agent.Configured = configuredServer, configuredNames
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -122,4 +122,10 @@ func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Targ
 		sort.Strings(t.Env)
 	}
 	return t, nil
+}
+
+// configuredNames lists the servers configured for the hub, for the MCP
+// client's default server and its "no server given" hint.
+func configuredNames(_ context.Context, env *op.Env) ([]string, error) {
+	return servers.Names(env.Home)
 }

@@ -228,6 +228,15 @@ func Find(ctx context.Context, home, name string) (*Server, error) {
 	return r, nil
 }
 
+// Names lists the configured servers' names, sorted.
+func Names(home string) ([]string, error) {
+	cfg, err := loadOp(home)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Names(), nil
+}
+
 func lookup(cfg *Config, home, name string) (*Server, error) {
 	s, ok := cfg.Servers[name]
 	if !ok {
