@@ -120,6 +120,9 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if err != nil {
 		return AskOutput{}, err
 	}
+	if env.Caller.Terminal {
+		showSummary(env.Stderr, s.target, s.Initialized(), tools)
+	}
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	defer stopHeartbeat()
 	go s.Heartbeat(hbCtx)

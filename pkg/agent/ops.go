@@ -63,7 +63,8 @@ func Ops() []op.Operation {
 		op.New(op.Meta{
 			Name: "servers_ask", Path: []string{"servers", "ask"},
 			Summary: "Ask in natural language: the model proposes tool calls, you approve, edit or reject each",
-			Description: "Positional arguments: [SERVER] REQUEST; a lone REQUEST goes to the configured server when there is only one. The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
+			Description: "Positional arguments: [SERVER] REQUEST; a lone REQUEST goes to the configured server when there is only one. It starts with a summary of the server on stderr " +
+				"(name, version, tools and a few example requests). The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
 				"LM_MODEL_URL) sees the server's tools and proposes one call at a time; a proposal naming an unknown tool or with " +
 				"arguments its schema rejects is sent back to the model with the reason and never shown as runnable. On a terminal " +
 				"each call is shown in full and you answer y (run it), e (edit the arguments in $EDITOR, checked again), a (run it " +
