@@ -180,6 +180,11 @@ func (s *Session) connect(ctx context.Context) error {
 	if s.target.stdio() {
 		err = s.dial(ctx, "stdio")
 	} else if err = s.dial(ctx, "streamable-http"); err != nil && !refused(err) && !unauthorized(err) && ctx.Err() == nil {
+		// A stream that is not MCP's would keep the SSE transport waiting
+		// for an endpoint event until the timeout.
+		if notMCP := webClientStream(ctx, s.target); notMCP != nil {
+			return notMCP
+		}
 		if sseErr := s.dial(ctx, "sse"); sseErr == nil {
 			err = nil
 		} else {
