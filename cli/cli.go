@@ -151,11 +151,11 @@ func jsonErrors(root *ucli.Command) bool {
 func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	st := store.Unusable(op.Errorf(op.KindInvalid, "cannot locate lm's store").
 		WithHint("set LM_HOME, XDG_DATA_HOME or HOME, or pass --store"))
-	path, err := store.Locate(cmd.String("store"))
+	path, err := store.Locate(cmd.String("store"), os.Getenv)
 	if err == nil {
 		st = store.New(path, cmd.Duration("lock-timeout"))
 	}
-	home, err := store.Home()
+	home, err := store.Home(os.Getenv)
 	switch {
 	case err == nil:
 	case path != "":
@@ -169,6 +169,9 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	return &op.Env{
 		Store:   st,
 		Home:    home,
+		Stdin:   a.streams.In,
+		Stdout:  a.streams.Out,
+		Environ: os.Environ(),
 		Stderr:  a.streams.Err,
 		Now:     time.Now,
 		Started: a.started,

@@ -31,6 +31,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			allowFlag(),
 		}
 	}
 	return &ucli.Command{
@@ -41,6 +42,8 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
 			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins. With LM_API_TOKEN set " +
 			"(or --token-file) /api and /mcp need \"Authorization: Bearer TOKEN\".\n\n" +
+			"Callers of /mcp, /mcp/sse and spec 002's /sse and /messages are agents, offered the agent profile; --allow widens it " +
+			"(see docs/callers.md).\n\n" +
 			"Agents: {\"mcpServers\": {\"lm\": {\"url\": \"http://" + gateway.DefaultAddr + "/mcp\"}}}",
 		Flags:  serveFlags(),
 		Action: a.gatewayServe,
@@ -115,7 +118,12 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	// The gateway's callers are whoever reaches its port: they start as
 	// anonymous, and each request is credited with what its token proves.
+	// Its stdin and stdout are nobody's to use.
 	env.Caller = op.Caller{}
+	env.Stdin, env.Stdout = nil, nil
+	if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+		return fail(err)
+	}
 	token, err := gatewayToken(cmd)
 	if err != nil {
 		return fail(err)
@@ -189,6 +197,9 @@ func serveArgs(cmd *ucli.Command) []string {
 		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
 			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
 	}
+	for _, g := range commaList(cmd.StringSlice("allow")) {
+		args = append(args, "--allow", g)
+	}
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
 	}
@@ -202,6 +213,10 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	if _, err := gatewayToken(cmd); err != nil {
+		return fail(err)
+	}
+	// A mistyped --allow fails here, not in the background process's log.
+	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
 		return fail(err)
 	}
 	exe, err := os.Executable()

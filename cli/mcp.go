@@ -20,9 +20,12 @@ func (a *app) mcpCommand() *ucli.Command {
 		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; logs go to stderr. " +
 			"It needs nothing in the environment but HOME (or LM_HOME / --store), which every MCP client passes. " +
 			"It ends cleanly at the end of stdin.\n\n" +
+			"Its caller is an agent: it offers the agent profile (get_user_request, the helpers, tasks and jobs within the allowlist, " +
+			"the tools of configured servers) and refuses the rest; --allow widens it (see docs/callers.md).\n\n" +
 			"Claude Code (.mcp.json):  {\"mcpServers\": {\"lm\": {\"command\": \"lm\", \"args\": [\"mcp\"]}}}",
 		Flags: []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
+			allowFlag(),
 			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
@@ -32,21 +35,18 @@ func (a *app) mcpCommand() *ucli.Command {
 				}
 				return nil
 			}
-			var only []string
-			for _, v := range cmd.StringSlice("only") {
-				for _, g := range strings.Split(v, ",") {
-					if g = strings.TrimSpace(g); g != "" {
-						only = append(only, g)
-					}
-				}
-			}
+			only := commaList(cmd.StringSlice("only"))
 			env, err := a.env(cmd)
 			if err != nil {
 				return err
 			}
 			// Whoever speaks on lm mcp's stdin is an agent, whatever
-			// started it.
+			// started it; its stdin and stdout are the protocol's.
 			env.Caller = op.Caller{Role: op.RoleAgent}
+			env.Stdin, env.Stdout = nil, nil
+			if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+				return &commandError{cmd: "mcp", err: err}
+			}
 			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
@@ -57,4 +57,25 @@ func (a *app) mcpCommand() *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// allowFlag is how the person who starts a face lets its agents do more
+// than the agent profile.
+func allowFlag() ucli.Flag {
+	return &ucli.StringSliceFlag{Name: "allow", Local: true,
+		Usage: "let agents also call these (comma-separated or repeated): a `GROUP`, a TOOL, TOOL.FIELD for a person-only field " +
+			"(servers_call.command), or all; see docs/callers.md"}
+}
+
+// commaList splits comma-separated flag values and drops empty words.
+func commaList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, w := range strings.Split(v, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
 }

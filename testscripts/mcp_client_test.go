@@ -41,13 +41,16 @@ func TestMCPRoundTrip(t *testing.T) {
 			t.Errorf("tool %s: input schema %q, output schema %q, description %q", tool.Name, schemas.In.Type, schemas.Out.Type, tool.Description)
 		}
 	}
-	for _, want := range []string{"get_user_request", "queue_add", "queue_list", "queue_status"} {
+	for _, want := range []string{"get_user_request", "local_extract", "run_task", "servers_call"} {
 		if !names[want] {
-			t.Errorf("tool %s missing", want)
+			t.Errorf("tool %s missing from the agent profile", want)
 		}
 	}
 	if names["queue_watch"] || names["store_backup"] {
 		t.Error("CLI-only operations are exposed over MCP")
+	}
+	if names["queue_add"] || names["queue_config"] || names["servers_add"] {
+		t.Error("the person's operations are listed to an agent")
 	}
 
 	var progress atomic.Int32

@@ -1,5 +1,6 @@
-// Command gendocs writes lm's man pages (man/) and shell completions
-// (completions/) from the command tree. Run it through `make generate`;
+// Command gendocs writes lm's man pages (man/), shell completions
+// (completions/) and the table of who may call what (docs/callers.md) from
+// the command tree and the registry. Run it through `make generate`;
 // a test fails when the committed files are stale. It is a separate program
 // so that the man page renderer is not linked into lm.
 package main
@@ -17,6 +18,7 @@ import (
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/registry"
 )
 
 func main() {
@@ -41,10 +43,10 @@ func main() {
 	}
 }
 
-// render returns the man pages and completion scripts keyed by their path
-// in the repository.
+// render returns the man pages, completion scripts and callers' table keyed
+// by their path in the repository.
 func render() (map[string][]byte, error) {
-	files := map[string][]byte{}
+	files := map[string][]byte{"docs/callers.md": registry.CallersDoc()}
 	tree := cli.DocsTree()
 	page, err := docs.ToManWithSection(tree, 1)
 	if err != nil {

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// TestGeneratedDocsCurrent fails when man/ or completions/ do not match the
-// command tree: run `make generate` and commit the result.
+// TestGeneratedDocsCurrent fails when man/, completions/ or docs/callers.md
+// do not match the command tree and the registry: run `make generate` and
+// commit the result.
 func TestGeneratedDocsCurrent(t *testing.T) {
 	files, err := render()
 	if err != nil {

@@ -90,13 +90,13 @@ func same(a, b string) bool {
 // they stay off MCP: an agent has no business copying the store around.
 func Ops() []op.Operation {
 	return []op.Operation{
-		op.New(op.Meta{Name: "store_path", Path: []string{"store", "path"}, Summary: "Print where the store file is",
+		op.New(op.Meta{Name: "store_path", Path: []string{"store", "path"}, Callers: op.PersonOnly, Summary: "Print where the store file is",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, storePath),
-		op.New(op.Meta{Name: "store_info", Path: []string{"store", "info"}, Summary: "Show the store's size, schema version and bucket sizes",
+		op.New(op.Meta{Name: "store_info", Path: []string{"store", "info"}, Callers: op.PersonOnly, Summary: "Show the store's size, schema version and bucket sizes",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, info),
-		op.New(op.Meta{Name: "store_check", Path: []string{"store", "check"}, Summary: "Check the store's consistency (exit 8 when it is not sound)",
+		op.New(op.Meta{Name: "store_check", Path: []string{"store", "check"}, Callers: op.PersonOnly, Summary: "Check the store's consistency (exit 8 when it is not sound)",
 			Effect: op.ReadOnly, Idempotent: true, CLIOnly: true}, check),
-		op.New(op.Meta{Name: "store_backup", Path: []string{"store", "backup"}, Summary: "Write a consistent copy of the store while others keep using it",
+		op.New(op.Meta{Name: "store_backup", Path: []string{"store", "backup"}, Callers: op.PersonOnly, Summary: "Write a consistent copy of the store while others keep using it",
 			Args: []string{"file"}, Effect: op.Mutating, CLIOnly: true}, backup),
 	}
 }

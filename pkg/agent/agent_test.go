@@ -47,9 +47,12 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// newEnv is the person's environment: on lm's command line, or else on the
+// gateway's page (no terminal to ask on).
 func newEnv(t *testing.T, commandLine bool) *op.Env {
 	path := filepath.Join(t.TempDir(), "lm.db")
-	env := &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now}
+	env := &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now,
+		Environ: os.Environ(), Caller: op.Caller{Role: op.RolePerson}}
 	if commandLine {
 		env.Caller = op.Person()
 	}
@@ -225,8 +228,12 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
 	// The default schedule is 1, 2, 4, 8 and 16 s; the test keeps its
 	// shape at a hundredth of the scale.
-	if o := agent.OptionsFromEnv(nil); o.Backoff != time.Second || o.Attempts != 5 {
+	if o := agent.OptionsFromEnv(&op.Env{}); o.Backoff != time.Second || o.Attempts != 5 {
 		t.Fatalf("default reconnect schedule: first delay %s, %d attempts", o.Backoff, o.Attempts)
+	}
+	// The caller's environment overrides it, not the process's.
+	if o := agent.OptionsFromEnv(&op.Env{Environ: []string{"LM_RECONNECT_BACKOFF=3s"}}); o.Backoff != 3*time.Second {
+		t.Fatalf("LM_RECONNECT_BACKOFF=3s in the caller's environment: first delay %s", o.Backoff)
 	}
 	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status})
 	if err != nil {
@@ -330,10 +337,19 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 		}
 	}
 	input := json.RawMessage(fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","tool":"echo","arguments":{"message":"hi"}}`, port))
-	for _, ctx := range []context.Context{context.Background(), agent.PersonApproved(context.Background())} {
-		if _, err := callOp.Call(ctx, env, input); err != nil {
-			t.Fatal(err)
-		}
+	// An agent the person allowed URLs at launch, then the page's person.
+	agentEnv := *env
+	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
+	grant, err := op.ParseGrant([]string{"servers_call.url"}, agent.Ops())
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentEnv.Grant = grant
+	if _, err := callOp.Call(context.Background(), &agentEnv, input); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callOp.Call(agent.PersonApproved(context.Background()), env, input); err != nil {
+		t.Fatal(err)
 	}
 	hist, _ := call(t, env, "servers_history", `{}`)
 	items := hist.(agent.HistoryOutput).Items

@@ -35,6 +35,7 @@ type approver struct {
 	rest    bool   // the person approved the rest of this request
 	in      *bufio.Reader
 	out     io.Writer
+	env     *op.Env         // the terminal and $EDITOR, for edits
 	pending chan answerLine // a read of the terminal under way
 }
 
@@ -68,24 +69,18 @@ func (a *approver) readLine(ctx context.Context) (string, error) {
 // said so, on a terminal or with --yes on lm's command line.
 func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	switch {
-	case !env.Caller.IsPerson() && !in.DryRun:
+	case !env.Caller.Terminal && !env.Grant.Field("servers_ask", "yes") && !in.DryRun:
 		return nil, op.Errorf(op.KindDenied, "servers_ask only proposes calls over MCP or HTTP: it never runs a call a person has not approved").
 			WithHint("pass dry_run: true to get the proposal, show it to the person, and run it with servers_call once approved")
 	case in.DryRun:
 		return &approver{mode: VerdictProposed}, nil
 	case in.Yes:
 		return &approver{mode: VerdictAuto}, nil
-	case !stdinIsTerminal(env):
+	case !env.CanAsk():
 		return nil, op.Errorf(op.KindDenied, "lm servers ask runs a call only after a person approves it, and there is no terminal to ask on").
 			WithHint("run it on a terminal, pass --yes to approve every call it proposes, or --dry-run to only see the proposal")
 	}
-	return &approver{in: bufio.NewReader(os.Stdin), out: env.Stderr}, nil
-}
-
-// stdinIsTerminal reports whether a person can be asked: lm's own command
-// line with a terminal on stdin.
-func stdinIsTerminal(env *op.Env) bool {
-	return env.Caller.Terminal && isTerminal(os.Stdin)
+	return &approver{in: bufio.NewReader(env.Stdin), out: env.Stderr, env: env}, nil
 }
 
 // history is the approval recorded with the calls that run.
@@ -128,7 +123,7 @@ func (a *approver) decide(ctx context.Context, tool mcp.Tool, p Proposal) (strin
 		case "n", "no":
 			return VerdictRejected, nil, nil
 		case "e", "edit":
-			edited, err := editText(draft)
+			edited, err := editText(a.env, draft)
 			if err != nil {
 				fmt.Fprintf(a.out, "lm: %s; the call is unchanged\n", printable(err.Error()))
 				continue
@@ -151,7 +146,7 @@ func (a *approver) decide(ctx context.Context, tool mcp.Tool, p Proposal) (strin
 // editText opens text in $EDITOR (vi by default) on the terminal and
 // returns what was saved. EDITOR may hold arguments ("code --wait"), as
 // git allows.
-func editText(text string) (string, error) {
+func editText(env *op.Env, text string) (string, error) {
 	f, err := os.CreateTemp("", "lm-ask-*.json")
 	if err != nil {
 		return "", fmt.Errorf("cannot create a file to edit: %w", err)
@@ -164,12 +159,13 @@ func editText(text string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cannot write %s: %w", f.Name(), err)
 	}
-	editor := os.Getenv("EDITOR")
+	editor := env.Getenv("EDITOR")
 	if editor == "" {
 		editor = "vi"
 	}
 	cmd := exec.Command("/bin/sh", "-c", editor+` "$1"`, "editor", f.Name())
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stderr, env.Stderr
+	cmd.Env = op.ChildEnv(env.Environ)
 	// The editor needs the terminal even when lm's output goes to a pipe.
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
 		defer tty.Close()

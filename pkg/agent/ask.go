@@ -166,7 +166,7 @@ func loneRequest(ctx context.Context, env *op.Env, in *AskInput) error {
 
 // askModel is the configured model, or an error naming the setting to add.
 func askModel(env *op.Env) (*model.Client, error) {
-	cfg, err := model.Load(env.Home)
+	cfg, err := model.Load(env.Home, env.LookupEnv)
 	if err != nil {
 		return nil, err
 	}

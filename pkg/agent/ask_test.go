@@ -233,8 +233,9 @@ func TestAskRefusals(t *testing.T) {
 		msg      string
 	}{
 		{noModel, `{"command":["true"],"request":"hi","yes":true}`, op.KindUnavailable, "model_unavailable", "no model is configured"},
-		{&agentEnv, `{"url":"http://127.0.0.1:1/mcp","request":"hi"}`, op.KindDenied, "", "never runs a call a person has not approved"},
-		{&agentEnv, `{"url":"http://127.0.0.1:1/mcp","request":"hi","yes":true}`, op.KindDenied, "", "only proposes"},
+		{&agentEnv, `{"server":"everything","request":"hi"}`, op.KindDenied, "", "never runs a call a person has not approved"},
+		{&agentEnv, `{"server":"everything","request":"hi","yes":true}`, op.KindDenied, "denied", `may not set "yes"`},
+		{&agentEnv, `{"url":"http://127.0.0.1:1/mcp","request":"hi","dry_run":true}`, op.KindDenied, "denied", `may not set "url"`},
 		{env, `{"command":["true"],"request":"hi","yes":true,"dry_run":true}`, op.KindInvalid, "", "contradict"},
 		{env, `{"command":["true"],"request":" "}`, op.KindInvalid, "", "no request given"},
 		{env, `{"command":["true"],"request":"hi","max_steps":-1}`, op.KindInvalid, "", "--max-steps"},

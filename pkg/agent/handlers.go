@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"golang.org/x/sys/unix"
 
 	"lmtool.dev/lm/pkg/op"
 )
@@ -37,16 +35,27 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 	}
 	// A configured server was set up by a person; only ad-hoc commands are
 	// reserved to the command line.
-	if len(t.Command) > 0 && t.Name == "" && !env.Caller.IsPerson() {
+	if len(t.Command) > 0 && t.Name == "" && !mayStartCommand(env) {
 		return nil, op.Errorf(op.KindDenied, "%s is a stdio command, which only lm's command line may start", t).
 			WithHint("over MCP or HTTP, use a configured server's name or a URL")
 	}
 	if t.URL != "" {
-		if token := os.Getenv(TokenEnv); token != "" && t.Headers["Authorization"] == "" {
+		if token := env.Getenv(TokenEnv); token != "" && t.Headers["Authorization"] == "" {
 			t.Headers = mapWith(t.Headers, "Authorization", "Bearer "+token)
 		}
 	}
-	return Connect(ctx, t, OptionsFromEnv(env.Stderr))
+	return Connect(ctx, t, OptionsFromEnv(env))
+}
+
+// mayStartCommand reports whether the caller may start a stdio command:
+// lm's command line may; an agent may only where the person allowed it at
+// launch, which the callers' policy has checked before the handler runs (a
+// command in the input needs --allow TOOL.command, a saved favourite or
+// history entry — the person's own choice — needs --allow of the operation
+// that runs it). A request over HTTP never may, not even the page's: a
+// browser must not be a way to run programs.
+func mayStartCommand(env *op.Env) bool {
+	return env.Caller.Terminal || env.Caller.Role == op.RoleAgent
 }
 
 func mapWith(m map[string]string, k, v string) map[string]string {
@@ -241,8 +250,8 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 	if err != nil {
 		return CallOutput{}, err
 	}
-	if env.Caller.Terminal && isTerminal(os.Stdin) {
-		if err := askMissing(tool, args, os.Stdin, env.Stderr); err != nil {
+	if env.CanAsk() {
+		if err := askMissing(tool, args, env.Stdin, env.Stderr); err != nil {
 			return CallOutput{}, err
 		}
 	}
@@ -312,11 +321,4 @@ func now(env *op.Env) time.Time {
 		return env.Now().UTC()
 	}
 	return time.Now().UTC()
-}
-
-// isTerminal reports whether f is a terminal (not merely a character
-// device such as /dev/null).
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -13,6 +13,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "servers_info", Path: []string{"servers", "info"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary:     "Show an MCP server's name, version, protocol version and capabilities",
 			Description: targetHelp,
 			Examples:    "lm servers info --url http://127.0.0.1:3001/mcp\nlm servers info -- npx -y @modelcontextprotocol/server-everything",
@@ -21,6 +22,7 @@ func Ops() []op.Operation {
 		}, Info),
 		op.New(op.Meta{
 			Name: "servers_tools", Path: []string{"servers", "tools"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary:     "List an MCP server's tools with their schemas and annotations",
 			Description: targetHelp,
 			Examples:    "lm servers tools -r --jq '.tools[].name' -- npx -y @modelcontextprotocol/server-everything",
@@ -29,6 +31,7 @@ func Ops() []op.Operation {
 		}, Tools),
 		op.New(op.Meta{
 			Name: "servers_resources", Path: []string{"servers", "resources"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary:     "List an MCP server's resources and resource templates",
 			Description: targetHelp,
 			Args:        []string{"server"}, Trailing: "command",
@@ -36,6 +39,7 @@ func Ops() []op.Operation {
 		}, Resources),
 		op.New(op.Meta{
 			Name: "servers_prompts", Path: []string{"servers", "prompts"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary:     "List an MCP server's prompts",
 			Description: targetHelp,
 			Args:        []string{"server"}, Trailing: "command",
@@ -43,6 +47,7 @@ func Ops() []op.Operation {
 		}, Prompts),
 		op.New(op.Meta{
 			Name: "servers_ping", Path: []string{"servers", "ping"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary:     "Check that an MCP server answers",
 			Description: targetHelp,
 			Args:        []string{"server"}, Trailing: "command",
@@ -50,6 +55,7 @@ func Ops() []op.Operation {
 		}, Ping),
 		op.New(op.Meta{
 			Name: "servers_call", Path: []string{"servers", "call"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer"},
 			Summary: "Call a tool of an MCP server and print its result",
 			Description: "Positional arguments: [SERVER] TOOL [JSON]. The arguments (JSON, --arg NAME=VALUE converted by the tool's schema, " +
 				"or arguments over MCP) are checked against the tool's input schema before anything is sent; on a terminal, missing " +
@@ -62,6 +68,7 @@ func Ops() []op.Operation {
 		}, Call),
 		op.New(op.Meta{
 			Name: "servers_ask", Path: []string{"servers", "ask"},
+			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer", "yes"},
 			Summary: "Ask in natural language: the model proposes tool calls, you approve, edit or reject each",
 			Description: "Positional arguments: [SERVER] REQUEST; a lone REQUEST goes to the configured server when there is only one. It starts with a summary of the server on stderr " +
 				"(name, version, tools and a few example requests). The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
@@ -81,6 +88,7 @@ func Ops() []op.Operation {
 		}, Ask),
 		op.New(op.Meta{
 			Name: "servers_history", Path: []string{"servers", "history"},
+			Callers:     op.PersonOnly,
 			Summary:     "List the tool calls made, oldest first",
 			Description: "Each entry: target, tool, arguments, approval (approved: a person ran it; auto: an agent or program did), duration, outcome and the start of the result.",
 			Examples:    "lm servers history --target http://127.0.0.1:3001/mcp --limit 10",
@@ -88,12 +96,14 @@ func Ops() []op.Operation {
 		}, History),
 		op.New(op.Meta{
 			Name: "servers_history_rerun", Path: []string{"servers", "history", "rerun"},
+			Callers: op.PersonOnly,
 			Summary: "Run a call from the history again",
 			Args:    []string{"id"},
 			Effect:  op.Destructive,
 		}, Rerun),
 		op.New(op.Meta{
 			Name: "servers_fav_add", Path: []string{"servers", "fav", "add"},
+			Callers:     op.PersonOnly,
 			Summary:     "Save a tool call under a name",
 			Description: "Positional arguments: NAME [SERVER] TOOL [JSON]. The tool and arguments are checked against the server first. Tokens are never saved. " + targetHelp,
 			Examples:    "lm servers fav add hello echo '{\"message\":\"hello\"}' --url http://127.0.0.1:3001/mcp",
@@ -102,23 +112,27 @@ func Ops() []op.Operation {
 		}, FavAdd),
 		op.New(op.Meta{
 			Name: "servers_fav_list", Path: []string{"servers", "fav", "list"},
+			Callers: op.PersonOnly,
 			Summary: "List the saved tool calls",
 			Effect:  op.ReadOnly, Idempotent: true,
 		}, FavList),
 		op.New(op.Meta{
 			Name: "servers_fav_run", Path: []string{"servers", "fav", "run"},
+			Callers: op.PersonOnly,
 			Summary: "Run a saved tool call",
 			Args:    []string{"name"},
 			Effect:  op.Destructive,
 		}, FavRun),
 		op.New(op.Meta{
 			Name: "servers_fav_rm", Path: []string{"servers", "fav", "rm"},
+			Callers: op.PersonOnly,
 			Summary: "Remove a saved tool call",
 			Args:    []string{"name"},
 			Effect:  op.Destructive, Idempotent: true,
 		}, FavRm),
 		op.New(op.Meta{
 			Name: "servers_sequence", Path: []string{"servers", "sequence"},
+			Callers: op.PersonOnly,
 			Summary: "Run a chain of tool calls from a file, later arguments computed with jq from earlier results",
 			Description: "The file: {\"steps\": [{\"name\": N, \"tool\": T, \"arguments\": {…}, \"jq\": {\"ARG\": \"EXPR\"}}, …]}. " +
 				"Each jq expression runs over an object of the earlier steps' results by name and must give one value. " +

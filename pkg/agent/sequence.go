@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 
@@ -147,7 +148,7 @@ func RunSequence(ctx context.Context, env *op.Env, in SequenceInput) (SequenceOu
 	if in.File == "-" && !env.Caller.Terminal {
 		return SequenceOutput{}, op.Errorf(op.KindInvalid, "a sequence is read from stdin only on the command line; give a file")
 	}
-	data, err := readFile(in.File)
+	data, err := readFile(env, in.File)
 	if err != nil {
 		return SequenceOutput{}, err
 	}
@@ -201,13 +202,13 @@ func RunSequence(ctx context.Context, env *op.Env, in SequenceInput) (SequenceOu
 	return out, nil
 }
 
-func readFile(name string) ([]byte, error) {
+func readFile(env *op.Env, name string) ([]byte, error) {
 	var (
 		data []byte
 		err  error
 	)
 	if name == "-" {
-		data, err = readAllStdin()
+		data, err = io.ReadAll(env.Stdin)
 	} else {
 		data, err = os.ReadFile(name)
 	}
@@ -215,10 +216,4 @@ func readFile(name string) ([]byte, error) {
 		return nil, op.Errorf(op.KindNotFound, "read the sequence: %w", err)
 	}
 	return data, nil
-}
-
-func readAllStdin() ([]byte, error) {
-	var buf bytes.Buffer
-	_, err := buf.ReadFrom(os.Stdin)
-	return buf.Bytes(), err
 }

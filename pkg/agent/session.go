@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -44,6 +43,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Status receives the state lines ("lm: server X: connected").
 	Status io.Writer
+	// Environ is the environment a stdio server starts with, before the
+	// target's own variables: the caller's (op.Env.Environ).
+	Environ []string
 }
 
 // Defaults.
@@ -55,13 +57,14 @@ const (
 )
 
 // OptionsFromEnv reads LM_RECONNECT_BACKOFF and LM_HEARTBEAT (Go
-// durations) over the defaults.
-func OptionsFromEnv(status io.Writer) Options {
-	o := Options{Status: status}
-	if d, err := time.ParseDuration(os.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
+// durations) from the caller's environment over the defaults; status
+// lines go to its stderr.
+func OptionsFromEnv(env *op.Env) Options {
+	o := Options{Status: env.Stderr, Environ: env.Environ}
+	if d, err := time.ParseDuration(env.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
 		o.Backoff = d
 	}
-	if d, err := time.ParseDuration(os.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
+	if d, err := time.ParseDuration(env.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
 		o.Heartbeat = d
 	}
 	return o.withDefaults()
@@ -220,7 +223,7 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		t = transport.NewStdioWithOptions(s.target.Command[0], s.target.Env, s.target.Command[1:],
 			transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 				child = exec.CommandContext(ctx, command, args...)
-				child.Env = append(os.Environ(), env...)
+				child.Env = op.ChildEnv(s.opts.Environ, env...)
 				child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				return child, nil
 			}))

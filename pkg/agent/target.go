@@ -7,7 +7,6 @@ package agent
 import (
 	"context"
 	"net/url"
-	"os"
 	"strings"
 
 	"lmtool.dev/lm/pkg/op"
@@ -115,20 +114,20 @@ func (in TargetInput) resolve(ctx context.Context, env *op.Env) (Target, error) 
 	case n > 1:
 		return Target{}, op.Errorf(op.KindInvalid, "give one server: a name, --url or -- CMD, not several")
 	case len(in.Command) > 0:
-		if !env.Caller.IsPerson() {
+		if !mayStartCommand(env) {
 			return Target{}, op.Errorf(op.KindDenied, "a stdio command can only be given on lm's command line").
 				WithHint("over MCP or HTTP, use a configured server's name or a URL")
 		}
 		return Target{Command: in.Command}, nil
 	case in.URL != "":
-		return httpTarget(in.URL, in.Header, in.Bearer)
+		return httpTarget(in.URL, in.Header, in.Bearer, env.Getenv(TokenEnv))
 	}
 	return Lookup(ctx, env, in.Server)
 }
 
 // httpTarget checks a URL and builds its headers; the bearer token falls
 // back to $LM_SERVER_TOKEN.
-func httpTarget(raw string, headers []string, bearer string) (Target, error) {
+func httpTarget(raw string, headers []string, bearer, defaultBearer string) (Target, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Target{}, op.Errorf(op.KindInvalid, "--url %q is not an http or https URL", raw).
@@ -146,7 +145,7 @@ func httpTarget(raw string, headers []string, bearer string) (Target, error) {
 		t.Headers[k] = v
 	}
 	if bearer == "" {
-		bearer = os.Getenv(TokenEnv)
+		bearer = defaultBearer
 	}
 	if bearer != "" {
 		if t.Headers == nil {

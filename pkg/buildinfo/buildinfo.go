@@ -52,7 +52,7 @@ var buildCommit = sync.OnceValue(func() string {
 // Ops is the version operation: `lm version` and the lm_version tool.
 func Ops() []op.Operation {
 	return []op.Operation{
-		op.New(op.Meta{Name: "lm_version", Path: []string{"version"},
+		op.New(op.Meta{Name: "lm_version", Path: []string{"version"}, Callers: op.Anyone,
 			Summary: "Print lm's version, commit and Go version",
 			Effect:  op.ReadOnly, Idempotent: true},
 			func(context.Context, *op.Env, struct{}) (Info, error) { return Current(), nil }),

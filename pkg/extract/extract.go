@@ -172,6 +172,9 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 // run processes every file of the call.
 func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int64, error) {
 	root, err := NewRoot(in.Root, in.AllowOutsideRoot)
+	if root != nil {
+		root.Environ = env.Environ
+	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -19,6 +19,9 @@ import (
 type Root struct {
 	Dir          string // absolute, symlinks resolved
 	AllowOutside bool
+	// Environ is the caller's environment (op.Env.Environ), which the git
+	// that lists a worktree's files runs with.
+	Environ []string
 }
 
 // NewRoot resolves dir ("" is the current directory).
@@ -216,7 +219,7 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 
 // walk lists the files under dir as slash-separated relative paths, sorted.
 func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
-	if files, ok := gitFiles(ctx, dir); ok {
+	if files, ok := gitFiles(ctx, dir, r.Environ); ok {
 		return files, nil
 	}
 	// A directory named through a symlink (already checked to be allowed)
@@ -244,14 +247,15 @@ func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
 
 // gitFiles lists tracked and untracked-but-not-ignored files under dir when
 // it is inside a git worktree: git applies every .gitignore exactly.
-func gitFiles(ctx context.Context, dir string) ([]string, bool) {
-	if !mayBeWorktree(dir) {
+func gitFiles(ctx context.Context, dir string, environ []string) ([]string, bool) {
+	if !mayBeWorktree(dir, environ) {
 		return nil, false
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, false
 	}
 	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
+	cmd.Env = op.ChildEnv(environ)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if cmd.Run() != nil {
@@ -273,10 +277,10 @@ func gitFiles(ctx context.Context, dir string) ([]string, bool) {
 
 // mayBeWorktree reports whether git could find a repository for dir: a
 // .git directory or file (a linked worktree's, a submodule's) in dir or
-// above it, or GIT_DIR set. Asking git costs a process start, which would
-// otherwise be paid for every tree outside a repository.
-func mayBeWorktree(dir string) bool {
-	if os.Getenv("GIT_DIR") != "" {
+// above it, or GIT_DIR set in environ. Asking git costs a process start,
+// which would otherwise be paid for every tree outside a repository.
+func mayBeWorktree(dir string, environ []string) bool {
+	if gitDir, _ := op.LookupEnv(environ, "GIT_DIR"); gitDir != "" {
 		return true
 	}
 	for {

@@ -15,6 +15,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_extract", Path: []string{"extract"},
+			Callers: op.Agents, PersonFields: []string{"allow_outside_root"},
 			Summary: "Extract frontmatter, regex matches or code structure from many files, with line numbers",
 			Description: "Task types: frontmatter (YAML ---, TOML +++, JSON {…}; --fields picks fields, missing ones are null), pattern_match " +
 				"(--patterns REGEX, RE2 syntax), exports, imports, functions, types, structure (all four) for Go, JavaScript/TypeScript, Python and Rust, " +
@@ -28,7 +29,8 @@ func Ops() []op.Operation {
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Extract),
 		op.New(op.Meta{
-			Name: "local_analyze", Path: []string{"extract", "analyze"}, Hidden: true,
+			Name: "local_analyze", Path: []string{"extract", "analyze"},
+			Callers: op.Agents, PersonFields: []string{"allow_outside_root"}, Hidden: true,
 			Summary:     "Analyze code structure: dependencies, exports, functions or types per file",
 			Description: "Spec 001's local_analyze: the same analysis as local_extract's code tasks, keyed as analysis by file.",
 			Args:        []string{"files"},

@@ -127,6 +127,14 @@ func TestAskRoutes(t *testing.T) {
 		!strings.Contains(body["suggestion"].(string), "dry_run") {
 		t.Errorf("ask without dry_run = %d %v", code, body)
 	}
+	// An approval in the request is no person's: refused, nothing runs.
+	if code, body := g.do("POST", "/api/ask", `{"server":"everything","request":"add 40 and 2","yes":true}`); code != http.StatusForbidden ||
+		!strings.Contains(body["error"].(string), "only proposes") {
+		t.Errorf("ask with yes = %d %v", code, body)
+	}
+	if _, body := g.do("GET", "/api/history", ""); len(body["items"].([]any)) != 0 {
+		t.Errorf("a refused ask ran a call: %v", body)
+	}
 
 	// The person edits the arguments and approves: the call runs, recorded
 	// as approved. Invalid arguments are refused before anything runs.

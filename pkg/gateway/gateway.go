@@ -116,12 +116,12 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
-	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Aggregate: mcpServer, Log: opts.Log}); err != nil {
+	if s.servers, err = mcphub.New(mcphub.Options{Home: opts.Env.Home, Environ: opts.Env.Environ, Aggregate: mcpServer, Log: opts.Log}); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "gateway: %w", err).WithCategory("invalid_config").
 			WithHint("fix %s, or check it with 'lm servers list'", servers.Path(opts.Env.Home))
 	}
 	settings := s.servers.Settings()
-	if s.enhance, err = enhance.New(opts.Env.Home, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
+	if s.enhance, err = enhance.New(opts.Env.Home, s.opts.Env.LookupEnv, settings.CacheSize(), settings.TTL(), opts.Log); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	s.handler = s.routes(mcpServer)
@@ -132,13 +132,15 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes(m *server.MCPServer) http.Handler {
+	page := func(h http.Handler) http.Handler { return s.authorized(credited(op.RolePerson, h)) }
+	agents := func(h http.Handler) http.Handler { return s.authorized(credited(op.RoleAgent, h)) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	for _, r := range apiRoutes {
-		mux.Handle(r.method+" "+r.path, s.authorized(s.apiHandler(r)))
+		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
 	}
-	mux.Handle("GET /api/events", s.authorized(http.HandlerFunc(s.events)))
-	mux.Handle("/api/", s.authorized(http.HandlerFunc(apiNotFound)))
+	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
+	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
@@ -146,15 +148,16 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", s.authorized(streamable))
-	mux.Handle("GET /mcp/sse", s.authorized(legacy.SSEHandler()))
-	mux.Handle("POST /mcp/message", s.authorized(legacy.MessageHandler()))
-	hubRoutes := s.authorized(s.servers.Handler(s.opts.Sessions))
-	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache", "/mcp/{server}"} {
-		mux.Handle(p, hubRoutes)
+	mux.Handle("/mcp", agents(streamable))
+	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
+	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
+	hub := s.servers.Handler(s.opts.Sessions)
+	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache"} {
+		mux.Handle(p, page(hub))
 	}
-	s.spec002Routes(mux)
-	mux.Handle("POST /ollama/enhance", s.authorized(s.enhance.Handler()))
+	mux.Handle("/mcp/{server}", agents(hub))
+	s.spec002Routes(mux, agents)
+	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
 	return s.logged(sameOrigin(limitBody(mux)))

@@ -79,6 +79,17 @@ func (s *Server) authorized(next http.Handler) http.Handler {
 	})
 }
 
+// credited records on each request who its caller is, for the operation
+// to check: the page's routes serve the person who holds the gateway's
+// token (or who started it without one), MCP's and spec 002's routes serve
+// agents.
+func credited(role op.Role, next http.Handler) http.Handler {
+	c := op.Caller{Role: role}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(op.WithCaller(r.Context(), c)))
+	})
+}
+
 // limitBody caps request bodies so one request cannot exhaust memory.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -28,12 +28,12 @@ import (
 const resultBuffer = 16
 
 // spec002Routes adds the protocol's four routes to mux, behind the token.
-func (s *Server) spec002Routes(mux *http.ServeMux) {
+func (s *Server) spec002Routes(mux *http.ServeMux, agents func(http.Handler) http.Handler) {
 	clients := &sseClients{byID: map[string]*sseClient{}}
-	mux.Handle("GET /info", s.authorized(http.HandlerFunc(s.spec002Info)))
-	mux.Handle("GET /tools", s.authorized(http.HandlerFunc(s.spec002Tools)))
-	mux.Handle("GET /sse", s.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.spec002Stream(w, r, clients) })))
-	mux.Handle("POST /messages", s.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.spec002Message(w, r, clients) })))
+	mux.Handle("GET /info", agents(http.HandlerFunc(s.spec002Info)))
+	mux.Handle("GET /tools", agents(http.HandlerFunc(s.spec002Tools)))
+	mux.Handle("GET /sse", agents(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.spec002Stream(w, r, clients) })))
+	mux.Handle("POST /messages", agents(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.spec002Message(w, r, clients) })))
 }
 
 // sseClient is one open /sse stream.
@@ -70,11 +70,13 @@ func (c *sseClients) get(id string) *sseClient {
 	return c.byID[id]
 }
 
-// served are the operations a web client may call: those MCP serves.
-func (s *Server) served() []op.Operation {
+// served are the operations the request's caller may call over spec 002:
+// those MCP serves, as MCP lists them to that caller.
+func (s *Server) served(r *http.Request) []op.Operation {
+	caller, _ := op.CallerFrom(r.Context())
 	var ops []op.Operation
 	for _, o := range s.opts.Ops {
-		if m := o.Info(); !m.CLIOnly && !m.Stream {
+		if m := o.Info(); !m.CLIOnly && !m.Stream && op.Permitted(m, caller, s.opts.Env.Grant) {
 			ops = append(ops, o)
 		}
 	}
@@ -85,14 +87,14 @@ func (s *Server) spec002Info(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name": "lm", "version": s.opts.Version,
 		"description": "lm's operations as tools: the instruction queue, developer helpers, jobs and MCP servers",
-		"tools":       len(s.served()) + len(s.servers.Tools()),
+		"tools":       len(s.served(r)) + len(s.servers.Tools()),
 		"endpoints":   map[string]string{"info": "/info", "tools": "/tools", "sse": "/sse", "messages": "/messages", "mcp": "/mcp"},
 	})
 }
 
 func (s *Server) spec002Tools(w http.ResponseWriter, r *http.Request) {
 	tools := []map[string]any{}
-	for _, o := range s.served() {
+	for _, o := range s.served(r) {
 		m := o.Info()
 		tools = append(tools, map[string]any{
 			"name": m.Name, "description": m.Summary, "parameters": o.InputSchema(),
@@ -185,6 +187,12 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 			WithCategory("unknown_client_id").WithHint("client ids end with their stream; reconnect to GET /sse and use the new id"))
 		return
 	}
+	// The call runs for as long as the stream lasts, on the stream's
+	// context, but on behalf of whoever posted it.
+	callCtx := cl.ctx
+	if c, ok := op.CallerFrom(r.Context()); ok {
+		callCtx = op.WithCaller(callCtx, c)
+	}
 	var run func(context.Context) (any, error)
 	if o := s.ops[msg.Tool]; o != nil && !o.Info().CLIOnly && !o.Info().Stream {
 		run = func(ctx context.Context) (any, error) {
@@ -209,7 +217,7 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		out, err := run(cl.ctx)
+		out, err := run(callCtx)
 		res := map[string]any{"type": "tool_result", "requestId": msg.RequestID, "tool": msg.Tool, "success": err == nil}
 		if err != nil {
 			res["error"] = op.EnvelopeOf(err)

@@ -11,6 +11,8 @@ import (
 
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -74,8 +76,9 @@ func TestSpec002Protocol(t *testing.T) {
 	for _, tool := range tools["tools"].([]any) {
 		names[tool.(map[string]any)["name"].(string)] = true
 	}
-	if status != 200 || !names["queue_add"] || !names["servers_call"] || names["jobs_start"] {
-		t.Fatalf("GET /tools: %d, names %v (queue_add and servers_call served, the CLI-only jobs_start not)", status, names)
+	// Spec 002's clients are agents: the agent profile, nothing more.
+	if status != 200 || !names["get_user_request"] || !names["servers_call"] || names["queue_add"] || names["jobs_start"] {
+		t.Fatalf("GET /tools: %d, names %v (get_user_request and servers_call served; the person's queue_add and the CLI-only jobs_start not)", status, names)
 	}
 
 	stream := openSSE(t, g.url)
@@ -89,18 +92,23 @@ func TestSpec002Protocol(t *testing.T) {
 		t.Fatalf("connected event: named %q %v, plain %v", name, named, plain)
 	}
 
+	// Its clients are agents: the person's queue administration is
+	// refused, the agent profile runs.
 	body := `{"clientId":"` + id + `","tool":"queue_add","parameters":{"content":"from the web client"}}`
 	if status, out := g.do("POST", "/messages", body); status != 202 || out["requestId"] == "" {
 		t.Fatalf("POST /messages: %d %v", status, out)
 	}
+	if name, res := stream.next(); name != "tool_result" || res["success"] != false || res["error"].(map[string]any)["error_category"] != "denied" {
+		t.Fatalf("queue_add from an agent: %q %v", name, res)
+	}
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"servers_list","parameters":{}}`)
 	name, res := stream.next()
-	item, _ := res["result"].(map[string]any)["item"].(map[string]any)
-	if name != "tool_result" || res["success"] != true || item["content"] != "from the web client" {
+	if servers, _ := res["result"].(map[string]any)["servers"].([]any); name != "tool_result" || res["success"] != true || servers == nil {
 		t.Fatalf("tool_result: %q %v", name, res)
 	}
 
 	// invalid parameters come back as a failed tool_result with lm's envelope
-	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"queue_add","parameters":{"contnt":"x"}}`)
+	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"servers_list","parameters":{"contnt":"x"}}`)
 	if _, res := stream.next(); res["success"] != false || !strings.Contains(res["error"].(map[string]any)["error"].(string), "contnt") {
 		t.Fatalf("invalid parameters: %v", res)
 	}
@@ -205,5 +213,42 @@ func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
 	g.do("POST", "/messages", `{"clientId":"`+id+`","tool":"everything__get-sum","parameters":{"a":"one"}}`)
 	if _, res := stream.next(); res["success"] != false || res["error"].(map[string]any)["error_category"] != "tool_error" {
 		t.Fatalf("failed tool_result: %v", res)
+	}
+}
+
+// TestSpec002MessagesEnforceTheCallersPolicy: spec 002's clients are
+// agents, so every operation POST /messages can name is allowed or denied
+// as it declares for agents. The probes carry an unknown field: an admitted
+// call fails validation and runs nothing, a refused one fails before it.
+func TestSpec002MessagesEnforceTheCallersPolicy(t *testing.T) {
+	g := start(t, gateway.Options{})
+	stream := openSSE(t, g.url)
+	_, connected := stream.next()
+	stream.next()
+	id := connected["clientId"].(string)
+	want := map[string]bool{} // tool → admitted
+	for _, o := range registry.All() {
+		m := o.Info()
+		if m.CLIOnly || m.Stream {
+			continue
+		}
+		want[m.Name] = m.Callers == op.Agents || m.Callers == op.Anyone
+		body := `{"clientId":"` + id + `","tool":"` + m.Name + `","requestId":"` + m.Name + `","parameters":{"__probe":1}}`
+		if status, out := g.do("POST", "/messages", body); status != 202 {
+			t.Fatalf("POST /messages %s: %d %v", m.Name, status, out)
+		}
+	}
+	for range want {
+		_, res := stream.next()
+		tool, _ := res["requestId"].(string)
+		e, _ := res["error"].(map[string]any)
+		switch {
+		case res["success"] != false || e == nil:
+			t.Errorf("%s: a probe with an unknown field succeeded: %v", tool, res)
+		case want[tool] && (e["error_category"] != "invalid_input" || !strings.Contains(e["error"].(string), "__probe")):
+			t.Errorf("%s: open to agents, so the call must reach validation: %v", tool, e)
+		case !want[tool] && (e["error_category"] != "denied" || e["exit_code"] != 5.0 || !strings.Contains(e["error"].(string), "an agent may not call")):
+			t.Errorf("%s: the person's, so an agent must be denied: %v", tool, e)
+		}
 	}
 }

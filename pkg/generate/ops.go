@@ -7,6 +7,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_generate", Path: []string{"generate"},
+			Callers: op.Agents,
 			Summary: "Fill a template with variables, strictly, and optionally write the result to a file",
 			Description: "The template is a name (built-ins summary, plan, verification, state_update; then .lm/templates/NAME.* of the root " +
 				"and $LM_HOME/templates/NAME.*, which override them), the template text itself, or --template-file. Handlebars syntax as in " +
@@ -27,6 +28,7 @@ func Ops() []op.Operation {
 		}, Generate),
 		op.New(op.Meta{
 			Name: "generate_list", Path: []string{"generate", "list"},
+			Callers:  op.Agents,
 			Summary:  "List the templates lm generate knows, with their origin and variables",
 			Examples: "lm generate list --jq '.templates[] | \"\\(.name)\\t\\(.variables | join(\", \"))\"' -r",
 			Effect:   op.ReadOnly, Idempotent: true,

@@ -179,7 +179,7 @@ type Output = envelope.Result[Data]
 
 // Git answers one local_git call.
 func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
-	r, err := openRepo(ctx, in.Root)
+	r, err := openRepo(ctx, env.Environ, in.Root)
 	if err != nil {
 		return Output{}, err
 	}

@@ -23,10 +23,12 @@ type repo struct {
 	dir  string // where git runs: the worktree's top level
 	top  string // the same, symlinks resolved
 	root string // the --root that user paths are relative to, symlinks resolved
+	// environ is the caller's environment (op.Env.Environ), for git.
+	environ []string
 }
 
 // openRepo finds the repository containing dir.
-func openRepo(ctx context.Context, dir string) (*repo, error) {
+func openRepo(ctx context.Context, environ []string, dir string) (*repo, error) {
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, op.Errorf(op.KindUnavailable, "git is not installed: %v", err).WithCategory("git_unavailable")
 	}
@@ -37,7 +39,7 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 		return nil, op.Errorf(op.KindNotFound, "root %s is not a directory", abs).WithCategory("file_not_found")
 	}
-	r := &repo{dir: abs, root: abs}
+	r := &repo{dir: abs, root: abs, environ: environ}
 	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
 		r.root = resolved
 	}
@@ -62,7 +64,7 @@ func openRepo(ctx context.Context, dir string) (*repo, error) {
 // git runs git with args in the repository and returns its stdout.
 func (r *repo) git(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", r.dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	cmd.Env = op.ChildEnv(r.environ, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -11,6 +11,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "jobs_start", Path: []string{"jobs", "start"},
+			Callers: op.PersonOnly,
 			Summary: "Start a task or a command as a background job",
 			Description: "The words after -- alone are a command, run as is without a shell. Otherwise the first word names a task when the project defines one " +
 				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. " +
@@ -24,16 +25,19 @@ func Ops() []op.Operation {
 		}, StartCommand),
 		op.New(op.Meta{
 			Name: "jobs_list", Path: []string{"jobs", "list"},
+			Callers: op.Agents,
 			Summary: "List jobs, oldest first",
 			Effect:  op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{
 			Name: "jobs_status", Path: []string{"jobs", "status"},
+			Callers: op.Agents,
 			Summary: "Show a job's state, times, exit code and output size", Args: []string{"id"},
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Status),
 		op.New(op.Meta{
 			Name: "jobs_logs", Path: []string{"jobs", "logs"},
+			Callers: op.Agents,
 			Summary: "Read a job's output from a cursor",
 			Description: "Cursors are byte offsets over everything the job ever wrote: pass the returned to as the next from. " +
 				"evicted counts bytes before from that the ring buffer no longer holds; eof is true once the job ended and everything was read. " +
@@ -45,6 +49,7 @@ func Ops() []op.Operation {
 		}, Logs),
 		op.New(op.Meta{
 			Name: "jobs_wait", Path: []string{"jobs", "wait"},
+			Callers:     op.Agents,
 			Summary:     "Wait until a job ends",
 			Description: "Exits 0 when the job has ended (see exit_code and state), 7 when --timeout passed first.",
 			Args:        []string{"id"},
@@ -52,21 +57,25 @@ func Ops() []op.Operation {
 		}, Wait),
 		op.New(op.Meta{
 			Name: "jobs_stop", Path: []string{"jobs", "stop"},
+			Callers: op.Agents,
 			Summary: "Stop a job: SIGTERM to its process group, SIGKILL after the grace period", Args: []string{"id"},
 			Effect: op.Destructive, Idempotent: true,
 		}, Stop),
 		op.New(op.Meta{
 			Name: "jobs_prune", Path: []string{"jobs", "prune"},
+			Callers: op.PersonOnly,
 			Summary: "Delete finished jobs and their output",
 			Effect:  op.Destructive, Idempotent: true, CLIOnly: true,
 		}, Prune),
 		op.New(op.Meta{
 			Name: "jobs_supervise", Path: []string{"jobs", "supervise"},
+			Callers: op.PersonOnly,
 			Summary: "Supervise one job (started by lm jobs start; not for direct use)", Args: []string{"id"},
 			Effect: op.Destructive, CLIOnly: true, Hidden: true,
 		}, Supervise),
 		op.New(op.Meta{
 			Name: "run_task", Path: []string{"jobs", "run-task"},
+			Callers: op.Agents,
 			Summary: "Start, inspect or stop a project task as a job, if the MCP allowlist allows it",
 			Description: "op start runs task (with args, env, cwd under the project, orphan_ttl_sec) and returns its job_id; wait_ms waits for a quick task to end and returns its output. " +
 				"With stream true the server sends logging notifications {job_id, chunk} as output arrives. " +

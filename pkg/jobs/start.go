@@ -56,7 +56,7 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if spec.LogSize < 4096 || spec.LogSize > 1<<30 {
 		return Job{}, op.Errorf(op.KindInvalid, "log size %d is out of range", spec.LogSize).WithHint("use 4096 to 1073741824 bytes")
 	}
-	limit, err := maxRunning(env.Home)
+	limit, err := maxRunning(env)
 	if err != nil {
 		return Job{}, err
 	}
@@ -85,7 +85,7 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	cmd := exec.Command(exe, "--store", env.Store.Path, "jobs", "supervise", j.ID)
 	cmd.Args[0] = "lm" // the multi-call name, whatever the file is called
 	cmd.Dir = j.Dir
-	cmd.Env = append(os.Environ(), "LM_HOME="+env.Home)
+	cmd.Env = op.ChildEnv(env.Environ, "LM_HOME="+env.Home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -96,8 +96,9 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 }
 
 // maxRunning is the concurrency limit: LM_JOBS_MAX_RUNNING, else
-// max_running in the [jobs] table of home's config.toml, else the default.
-func maxRunning(home string) (int, error) {
+// max_running in the [jobs] table of LM_HOME's config.toml, else the default.
+func maxRunning(env *op.Env) (int, error) {
+	home := env.Home
 	settings := struct {
 		MaxRunning int `toml:"max_running"`
 	}{DefaultMaxRunning}
@@ -105,7 +106,7 @@ func maxRunning(home string) (int, error) {
 		return 0, op.Errorf(op.KindInvalid, "%v", err).WithHint("[jobs] takes max_running, the number of jobs that run at once")
 	}
 	source, value := "max_running in "+config.Path(home), strconv.Itoa(settings.MaxRunning)
-	if v := os.Getenv("LM_JOBS_MAX_RUNNING"); v != "" {
+	if v := env.Getenv("LM_JOBS_MAX_RUNNING"); v != "" {
 		source, value = "LM_JOBS_MAX_RUNNING", v
 		n, err := strconv.Atoi(v)
 		if err != nil {

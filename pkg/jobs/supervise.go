@@ -57,7 +57,7 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	if err != nil || !claimed {
 		return SuperviseOutput{}, err
 	}
-	child, output, err := startChild(j)
+	child, output, err := startChild(env, j)
 	if err != nil {
 		return SuperviseOutput{}, fail(ctx, env, j.ID, err.Error())
 	}
@@ -195,10 +195,12 @@ func waiting(j Job, now time.Time) bool {
 
 // startChild starts the command with stdin closed, in a new process group
 // (or a new session with a controlling pty), and returns its output.
-func startChild(j Job) (*exec.Cmd, io.ReadCloser, error) {
+// The child inherits the supervisor's environment (the one lm jobs start
+// was given) plus the job's own variables.
+func startChild(env *op.Env, j Job) (*exec.Cmd, io.ReadCloser, error) {
 	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
 	cmd.Dir = j.Dir
-	cmd.Env = append(os.Environ(), j.Env...)
+	cmd.Env = op.ChildEnv(env.Environ, j.Env...)
 	if j.PTY {
 		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
 		if err != nil {

@@ -28,6 +28,11 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 // call, with the client's name and progress reporting filled in. Only, when
 // not empty, limits the tools to those groups. Options are applied after
 // the defaults (the gateway's hub advertises listChanged, for one).
+//
+// tools/list shows a caller only the operations it may call — base's
+// caller, or the one a face recorded on the request's context — given
+// base's grant; a tool called anyway is refused by [op.Operation.Call].
+// Tools that are not lm's operations (a hub's) are listed as they are.
 func NewServer(ops []op.Operation, base op.Env, version string, only []string, options ...server.ServerOption) (*server.MCPServer, error) {
 	for _, g := range only {
 		if !slices.ContainsFunc(ops, func(o op.Operation) bool { return o.Info().Group() == g }) {
@@ -39,6 +44,12 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
+	hooks := s.GetHooks()
+	if hooks == nil {
+		hooks = &server.Hooks{}
+		server.WithHooks(hooks)(s)
+	}
+	hooks.AddAfterListTools(callersTools(ops, base))
 	for _, o := range ops {
 		m := o.Info()
 		if m.CLIOnly || m.Stream || (len(only) > 0 && !slices.Contains(only, m.Group())) {
@@ -57,6 +68,27 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		addResource(s, r, base)
 	}
 	return s, nil
+}
+
+// callersTools drops from a tools/list the operations the request's caller
+// may not call. It is a hook on the list, not a tool filter: mcp-go applies
+// filters to tools/call as well and answers "tool not found", where a
+// caller calling a tool anyway must get the denied result that says why.
+func callersTools(ops []op.Operation, base op.Env) server.OnAfterListToolsFunc {
+	metas := map[string]op.Meta{}
+	for _, o := range ops {
+		metas[o.Info().Name] = o.Info()
+	}
+	return func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		caller := base.Caller
+		if c, ok := op.CallerFrom(ctx); ok {
+			caller = c
+		}
+		res.Tools = slices.DeleteFunc(res.Tools, func(t mcp.Tool) bool {
+			m, own := metas[t.Name]
+			return own && !op.Permitted(m, caller, base.Grant)
+		})
+	}
 }
 
 // addResource serves an [op.Resource]: a fixed URI as a resource, a URI
@@ -132,9 +164,6 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandle
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := base
 		env.Client = clientName(ctx, req)
-		if c, ok := op.CallerFrom(ctx); ok {
-			env.Caller = c
-		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
 			env.Progress = func(progress, total float64, message string) {

@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"time"
 
 	"lmtool.dev/lm/pkg/config"
@@ -69,7 +68,8 @@ func ConfigPath(home string) string { return config.Path(home) }
 // table means no model), applies the environment's overrides and defaults,
 // and checks the result. Keys this package does not know inside [model]
 // are errors; other tables belong to other parts of lm and are left alone.
-func Load(home string) (Config, error) {
+// lookupEnv reads the caller's environment (op.Env.LookupEnv).
+func Load(home string, lookupEnv func(string) (string, bool)) (Config, error) {
 	path := ConfigPath(home)
 	cfg := Config{Provider: Ollama, Timeout: Duration(DefaultTimeout), MaxRetries: DefaultMaxRetries,
 		ConfidenceThreshold: DefaultConfidenceThreshold, Source: path}
@@ -78,12 +78,12 @@ func Load(home string) (Config, error) {
 			WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
 	}
 	for env, field := range map[string]*string{"LM_MODEL_PROVIDER": &cfg.Provider, "LM_MODEL_URL": &cfg.URL, "LM_MODEL": &cfg.Model} {
-		if v, ok := os.LookupEnv(env); ok {
+		if v, ok := lookupEnv(env); ok {
 			*field = v
 			cfg.Source = path + " and the environment"
 		}
 	}
-	cfg.APIKey = os.Getenv("LM_MODEL_API_KEY")
+	cfg.APIKey, _ = lookupEnv("LM_MODEL_API_KEY")
 	cfg.applyDefaults()
 	if err := cfg.check(); err != nil {
 		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)

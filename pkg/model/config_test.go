@@ -26,7 +26,7 @@ func home(t *testing.T, config string) string {
 }
 
 func TestLoadIsOffByDefault(t *testing.T) {
-	cfg, err := Load(home(t, ""))
+	cfg, err := Load(home(t, ""), os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ timeout = "1500ms"
 max_retries = 0
 confidence_threshold = 0.9
 `)
-	cfg, err := Load(h)
+	cfg, err := Load(h, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestEnvironmentOverridesTheFile(t *testing.T) {
 	t.Setenv("LM_MODEL", "b")
 	t.Setenv("LM_MODEL_URL", "http://127.0.0.1:2")
 	t.Setenv("LM_MODEL_API_KEY", "secret")
-	cfg, err := Load(h)
+	cfg, err := Load(h, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestLoadRejectsBadSettings(t *testing.T) {
 		{"[model]\nconfidence_threshold = 1.5\n", "confidence_threshold must be between 0 and 1"},
 		{"[model\n", "line 1"},
 	} {
-		_, err := Load(home(t, tc.config))
+		_, err := Load(home(t, tc.config), os.LookupEnv)
 		if op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.config, err, tc.want)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/store"
 )
 
@@ -79,26 +80,54 @@ type Meta struct {
 	// Hidden keeps a CLI command out of help and completion (internal
 	// entry points such as a supervisor process).
 	Hidden bool
+	// Callers says who may call the operation; every operation declares
+	// it (see policy.go and docs/callers.md). [Operation.Call] enforces it
+	// on every face.
+	Callers Access
+	// PersonFields are top-level input fields only the person may set to
+	// anything but their zero value, whoever may call the operation: a
+	// program or URL of the caller's choosing ("command", "url"), a way out
+	// of a confinement ("allow_outside_root"), an approval ("yes"). An
+	// agent setting one is refused unless the face's grant names
+	// "TOOL.FIELD".
+	PersonFields []string
 }
 
 // Group is the operation's group, the first element of its path.
 func (m Meta) Group() string { return m.Path[0] }
 
 // Env carries what a handler may use besides its input. The transport
-// builds one per call; nothing in it is opened until used.
+// builds one per call; nothing in it is opened until used. It is a
+// handler's only door to the process: the streams, the terminal, the
+// environment and the caller come through it, never from package os,
+// because the process serving an agent (lm mcp, the gateway) has streams
+// that are the transport's and an environment that is the person's.
 type Env struct {
-	Store  *store.Store
-	Home   string    // LM_HOME: config, templates, logs
+	Store *store.Store
+	Home  string // LM_HOME: config, templates, logs
+	// Stdin and Stdout are the caller's own streams: the command line's.
+	// Faces whose streams carry a protocol leave them nil.
+	Stdin  io.Reader
+	Stdout io.Writer
 	Stderr io.Writer // diagnostics; handlers never write to stdout
-	Now    func() time.Time
+	// Environ is the environment the face was started with, as
+	// "KEY=value" (read it with Getenv; start programs with ChildEnv).
+	// Nil is an empty environment.
+	Environ []string
+	Now     func() time.Time
 	// Started is when the serving process started.
 	Started time.Time
 	// Client is the name the MCP client gave in initialize ("" on the CLI).
 	Client string
-	// Caller is who made the call. Operations that would start arbitrary
-	// programs require a person; asking a question requires Caller.Terminal.
-	// Its zero value is the least trusted caller.
+	// Caller is who made the call. [Operation.Call] replaces it with the
+	// caller a face recorded on the call's context ([WithCaller]) and
+	// refuses what the caller may not do before the handler runs. Asking a
+	// question requires Caller.Terminal. Its zero value is the least
+	// trusted caller.
 	Caller Caller
+	// Grant is what the person who started the face allows its agents
+	// beyond the agent profile (lm mcp --allow).
+	Grant Grant
 	// Progress reports progress of long work when the caller asked for it
 	// (MCP progress tokens); it may be nil.
 	Progress func(progress, total float64, message string)
@@ -109,6 +138,40 @@ type Env struct {
 	// streamed; it may be nil (the CLI). It stays usable after the call
 	// returns, for as long as the client's session lasts.
 	Log func(level string, data any)
+}
+
+// Getenv returns the value of key in e.Environ, "" when unset.
+func (e *Env) Getenv(key string) string {
+	v, _ := e.LookupEnv(key)
+	return v
+}
+
+// LookupEnv returns the value of key in e.Environ and whether it is set.
+func (e *Env) LookupEnv(key string) (string, bool) { return LookupEnv(e.Environ, key) }
+
+// LookupEnv returns the value of key in environ ("KEY=value" entries) and
+// whether it is set; the last setting wins, as with os/exec.
+func LookupEnv(environ []string, key string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ChildEnv is the environment of a program started for a call: environ
+// (the caller's, op.Env.Environ) followed by extra. It is never nil,
+// because os/exec gives a program with a nil environment the serving
+// process's own.
+func ChildEnv(environ []string, extra ...string) []string {
+	return append(append(make([]string, 0, len(environ)+len(extra)), environ...), extra...)
+}
+
+// CanAsk reports whether a person can be asked a question now: the
+// caller is at lm's own terminal and stdin is that terminal.
+func (e *Env) CanAsk() bool {
+	return e.Caller.Terminal && jsonio.IsTerminal(e.Stdin)
 }
 
 // ReportProgress calls Env.Progress when the caller listens for progress.
@@ -135,8 +198,11 @@ type Operation interface {
 	// InputSchema and OutputSchema are JSON Schemas of type object.
 	InputSchema() *jsonschema.Schema
 	OutputSchema() *jsonschema.Schema
-	// Call validates raw (a JSON object; empty means {}), decodes it and
-	// runs the handler.
+	// Call checks that the caller may call the operation, validates raw
+	// (a JSON object; empty means {}), checks the person-only fields it
+	// sets, decodes it and runs the handler. It is the one place the
+	// callers' policy is enforced, so every face that runs an operation
+	// gets it.
 	Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error)
 }
 
@@ -186,6 +252,11 @@ func (t *typed[In, Out]) schemas() {
 				panic(fmt.Sprintf("op %s: positional argument %q is not an input field", t.meta.Name, a))
 			}
 		}
+		for _, f := range t.meta.PersonFields {
+			if in.Properties[f] == nil {
+				panic(fmt.Sprintf("op %s: person-only field %q is not an input field", t.meta.Name, f))
+			}
+		}
 		resolved, err := in.Resolve(nil)
 		if err != nil {
 			panic(fmt.Sprintf("op %s: resolve input schema: %v", t.meta.Name, err))
@@ -207,7 +278,13 @@ func (t *typed[In, Out]) OutputSchema() *jsonschema.Schema {
 }
 
 func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage) (any, error) {
-	in, err := t.decode(raw)
+	if c, ok := CallerFrom(ctx); ok {
+		env.Caller = c
+	}
+	if !Permitted(t.meta, env.Caller, env.Grant) {
+		return nil, deniedCall(t.meta, env.Caller)
+	}
+	in, err := t.decode(raw, env)
 	if err != nil {
 		return nil, err
 	}
@@ -215,8 +292,9 @@ func (t *typed[In, Out]) Call(ctx context.Context, env *Env, raw json.RawMessage
 }
 
 // decode is the one validation path: shape checks with clear messages,
-// then the full JSON Schema, then strict decoding, then Validate.
-func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
+// then the person-only fields, then the full JSON Schema, then strict
+// decoding, then Validate.
+func (t *typed[In, Out]) decode(raw json.RawMessage, env *Env) (In, error) {
 	t.schemas()
 	var in In
 	if raw = bytes.TrimSpace(raw); len(raw) == 0 || string(raw) == "{}" {
@@ -238,6 +316,9 @@ func (t *typed[In, Out]) decode(raw json.RawMessage) (In, error) {
 		return in, Errorf(KindInvalid, "input must be a JSON object, got %s", JSONType(generic))
 	}
 	if err := checkShape(t.in, obj); err != nil {
+		return in, err
+	}
+	if err := permitFields(t.meta, env.Caller, env.Grant, obj, t.in); err != nil {
 		return in, err
 	}
 	if err := t.resolved.Validate(normalizeNumbers(generic)); err != nil {

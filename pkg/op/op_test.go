@@ -35,7 +35,7 @@ type greetOut struct {
 }
 
 func greet() Operation {
-	return New(Meta{Name: "greet", Path: []string{"demo", "greet"}, Summary: "Greet"},
+	return New(Meta{Name: "greet", Path: []string{"demo", "greet"}, Summary: "Greet", Callers: Anyone},
 		func(_ context.Context, _ *Env, in greetIn) (greetOut, error) {
 			return greetOut{Text: strings.Repeat("hi "+in.Name+" ", max(in.Times, 1))}, nil
 		})

@@ -13,6 +13,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "queue_add", Path: []string{"queue", "add"},
+			Callers:     op.PersonOnly,
 			Summary:     "Add instructions to the end of the queue",
 			Description: "The text comes from the arguments, else from stdin. With --jsonl every stdin line is one instruction (a JSON string or {\"content\": …}), all added in one transaction. Empty or whitespace-only text is rejected and nothing is written.",
 			Examples:    "lm queue add 'run the tests and fix what fails'\nlm queue add < note.txt\nprintf '\"one\"\\n\"two\"\\n' | lm queue add --jsonl",
@@ -22,6 +23,7 @@ func Ops() []op.Operation {
 		}, Add),
 		op.New(op.Meta{
 			Name: "get_user_request", Path: []string{"queue", "next"},
+			Callers: op.Agents,
 			Summary: "Take the next instruction, waiting for one if the queue is empty",
 			Description: "Returns the oldest pending instruction and marks it consumed in the same transaction. " +
 				"If none is pending it waits up to the user's default_wait_seconds for one, then answers with result_type empty or default_response. " +
@@ -33,17 +35,20 @@ func Ops() []op.Operation {
 		}, Next),
 		op.New(op.Meta{
 			Name: "queue_list", Path: []string{"queue", "list"},
+			Callers:  op.PersonOnly,
 			Summary:  "List instructions: pending in queue order, then consumed",
 			Examples: "lm queue list --status pending -r --jq '.items[] | \"\\(.position) \\(.content)\"'",
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{
 			Name: "queue_show", Path: []string{"queue", "show"},
+			Callers: op.PersonOnly,
 			Summary: "Show one instruction", Args: []string{"id"},
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Show),
 		op.New(op.Meta{
 			Name: "queue_edit", Path: []string{"queue", "edit"},
+			Callers:     op.PersonOnly,
 			Summary:     "Replace the text of a pending instruction",
 			Description: "The new text comes from the argument after the id, or from stdin when it is - or missing. Consumed instructions cannot change (exit 4).",
 			Args:        []string{"id", "content"}, StdinText: "content",
@@ -51,23 +56,27 @@ func Ops() []op.Operation {
 		}, Edit),
 		op.New(op.Meta{
 			Name: "queue_rm", Path: []string{"queue", "rm"},
+			Callers: op.PersonOnly,
 			Summary: "Delete a pending instruction", Args: []string{"id"},
 			Description: "Consumed instructions are history and cannot be deleted this way (exit 4); see prune.",
 			Effect:      op.Destructive, Idempotent: true,
 		}, Remove),
 		op.New(op.Meta{
 			Name: "queue_move", Path: []string{"queue", "move"},
+			Callers: op.PersonOnly,
 			Summary: "Move a pending instruction to another place in the queue", Args: []string{"id"},
 			Examples: "lm queue move 01JD --to 1",
 			Effect:   op.Mutating, Idempotent: true,
 		}, Move),
 		op.New(op.Meta{
 			Name: "queue_status", Path: []string{"queue", "status"},
+			Callers: op.PersonOnly,
 			Summary: "Show queue counts, settings and agent activity",
 			Effect:  op.ReadOnly, Idempotent: true,
 		}, Status),
 		op.New(op.Meta{
 			Name: "queue_config", Path: []string{"queue", "config"},
+			Callers:     op.PersonOnly,
 			Summary:     "Show or change the queue settings",
 			Description: "Settings: default_wait_seconds (0-86400), default_empty_response, agent_stale_after_seconds. KEY shows one, KEY=VALUE sets it.",
 			Examples:    "lm queue config\nlm queue config default_wait_seconds=30\nlm queue config default_empty_response= --jq .",
@@ -76,12 +85,14 @@ func Ops() []op.Operation {
 		}, Config),
 		op.New(op.Meta{
 			Name: "queue_prune", Path: []string{"queue", "prune"},
+			Callers:  op.PersonOnly,
 			Summary:  "Delete consumed instructions from the history",
 			Examples: "lm queue prune --consumed --older-than 7d",
 			Effect:   op.Destructive, Idempotent: true,
 		}, Prune),
 		op.New(op.Meta{
 			Name: "queue_watch", Path: []string{"queue", "watch"},
+			Callers:     op.PersonOnly,
 			Summary:     "Print queue events as JSON Lines as they happen, from any process",
 			Description: "Event types: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated. Each carries the full item.",
 			Examples:    "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",

@@ -109,7 +109,7 @@ func known(group string) bool {
 // configuredServer lets the MCP client (pkg/agent) reach a server configured
 // for the hub (pkg/servers) by its name: the two domains meet only here.
 func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Target, error) {
-	s, err := servers.Find(ctx, env.Home, name)
+	s, err := servers.Find(ctx, env, name)
 	if err != nil {
 		return agent.Target{}, err
 	}

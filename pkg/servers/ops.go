@@ -26,17 +26,20 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "servers_list", Path: []string{"servers", "list"},
+			Callers:     op.Agents,
 			Summary:     "List the configured MCP servers, with their state when a gateway runs",
 			Description: "Env and header values are shown as <redacted> unless they are ${env:NAME} references.",
 			Effect:      op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{
 			Name: "servers_show", Path: []string{"servers", "show"},
+			Callers: op.Agents,
 			Summary: "Show one server's configuration and state", Args: []string{"name"},
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Show),
 		op.New(op.Meta{
 			Name: "servers_add", Path: []string{"servers", "add"},
+			Callers:     op.PersonOnly,
 			Summary:     "Add an MCP server: a command to run over stdio, or --url for an HTTP server",
 			Description: "Values may reference the environment as ${env:NAME}, resolved when the server starts. A running gateway picks the change up at once.",
 			Examples:    "lm servers add memory --auto-start -- npx -y @modelcontextprotocol/server-memory\nlm servers add docs --url https://example.com/mcp\nlm servers add gh --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio",
@@ -45,21 +48,25 @@ func Ops() []op.Operation {
 		}, Add),
 		op.New(op.Meta{
 			Name: "servers_rm", Path: []string{"servers", "rm"},
+			Callers: op.PersonOnly,
 			Summary: "Remove a server from the configuration (a running gateway stops it)", Args: []string{"name"},
 			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
 		}, Remove),
 		op.New(op.Meta{
 			Name: "servers_enable", Path: []string{"servers", "enable"},
+			Callers: op.PersonOnly,
 			Summary: "Enable a server: the gateway serves it again", Args: []string{"name"},
 			Effect: op.Mutating, Idempotent: true, CLIOnly: true,
 		}, Enable),
 		op.New(op.Meta{
 			Name: "servers_disable", Path: []string{"servers", "disable"},
+			Callers: op.PersonOnly,
 			Summary: "Disable a server: the gateway stops it and leaves it out of /mcp", Args: []string{"name"},
 			Effect: op.Mutating, Idempotent: true, CLIOnly: true,
 		}, Disable),
 		op.New(op.Meta{
 			Name: "servers_import", Path: []string{"servers", "import"},
+			Callers: op.PersonOnly,
 			Summary: "Import the servers another MCP client is configured with",
 			Description: "--from names a client (claude-desktop, claude-code, vscode, cursor) or a file in the mcpServers or servers shape. " +
 				"A client's user-wide file is read first, then the current project's (.mcp.json, .vscode/mcp.json, .cursor/mcp.json, " +
@@ -70,6 +77,7 @@ func Ops() []op.Operation {
 		}, Import),
 		op.New(op.Meta{
 			Name: "servers_export", Path: []string{"servers", "export"},
+			Callers: op.PersonOnly,
 			Summary: "Print a client configuration that points the client at lm's gateway",
 			Description: "Claude Desktop launches only stdio servers, so its entry runs `lm mcp --connect URL`; the others connect to the URL. " +
 				"--via stdio points the client at `lm mcp` instead (lm's own tools, without the hub). The URL is the running gateway's, else the default.",
@@ -78,6 +86,7 @@ func Ops() []op.Operation {
 		}, Export),
 		op.New(op.Meta{
 			Name: "servers_install", Path: []string{"servers", "install"},
+			Callers:     op.PersonOnly,
 			Summary:     "Install an MCP server from npm under LM_HOME and add it",
 			Description: "Runs npm install into $LM_HOME/node and records the package's command. Needs Node.js and npm.",
 			Examples:    "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
@@ -86,6 +95,7 @@ func Ops() []op.Operation {
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
+			Callers: op.PersonOnly,
 			Summary: "Store a secret for ${secret:NAME} references, its value read from stdin",
 			Description: "The value comes from stdin (or --input), never from an argument, which other users see in ps and shell history keeps; " +
 				"trailing newlines are dropped. It goes to the OS keyring (service lm, account NAME) unless --file keeps it in " +
@@ -96,12 +106,14 @@ func Ops() []op.Operation {
 		}, SetSecret),
 		op.New(op.Meta{
 			Name: "servers_secret_rm", Path: []string{"servers", "secret", "rm"},
+			Callers: op.PersonOnly,
 			Summary: "Remove a secret from the secrets file and the OS keyring (--file or --keyring: from one only)",
 			Args:    []string{"name"},
 			Effect:  op.Destructive, Idempotent: true, CLIOnly: true,
 		}, RemoveSecret),
 		op.New(op.Meta{
 			Name: "servers_secret_list", Path: []string{"servers", "secret", "list"},
+			Callers: op.PersonOnly,
 			Summary: "List secrets by name (those servers reference and those in the secrets file) and where each is stored",
 			Description: "in lists the stores holding each secret in lookup order, so a start uses the first; an empty in means a server " +
 				"that references it fails to start. Secrets only in the OS keyring are listed when a server references them.",
@@ -109,21 +121,25 @@ func Ops() []op.Operation {
 		}, ListSecrets),
 		op.New(op.Meta{
 			Name: "servers_start", Path: []string{"servers", "start"},
+			Callers: op.PersonOnly,
 			Summary: "Start a server in the running gateway and wait until it is ready", Args: []string{"name"},
 			Effect: op.Mutating, Idempotent: true,
 		}, control("start")),
 		op.New(op.Meta{
 			Name: "servers_stop", Path: []string{"servers", "stop"},
+			Callers: op.PersonOnly,
 			Summary: "Stop a server in the running gateway (SIGTERM, then SIGKILL, to its process group)", Args: []string{"name"},
 			Effect: op.Destructive, Idempotent: true,
 		}, control("stop")),
 		op.New(op.Meta{
 			Name: "servers_restart", Path: []string{"servers", "restart"},
+			Callers: op.PersonOnly,
 			Summary: "Restart a server in the running gateway", Args: []string{"name"},
 			Effect: op.Destructive,
 		}, control("restart")),
 		op.New(op.Meta{
 			Name: "servers_status", Path: []string{"servers", "status"},
+			Callers:     op.Agents,
 			Summary:     "Show the running gateway's servers: state, pid, restarts, last error, breaker; and the cache",
 			Description: "Exits 6 when no gateway is running.",
 			Args:        []string{"name"},
@@ -131,6 +147,7 @@ func Ops() []op.Operation {
 		}, Statuses),
 		op.New(op.Meta{
 			Name: "servers_logs", Path: []string{"servers", "logs"},
+			Callers:     op.PersonOnly,
 			Summary:     "Print a server's stderr as the gateway recorded it",
 			Description: "--follow prints lines as JSON Lines as they are written (CLI only).",
 			Args:        []string{"name"},
@@ -209,7 +226,9 @@ func loadOp(home string) (*Config, error) {
 // Find returns the configured server named name with its ${env:NAME} and
 // ${secret:NAME} references resolved, for clients that start or reach it
 // themselves.
-func Find(ctx context.Context, home, name string) (*Server, error) {
+// The caller's environment (env.Environ) fills ${env:NAME}.
+func Find(ctx context.Context, env *op.Env, name string) (*Server, error) {
+	home := env.Home
 	cfg, err := loadOp(home)
 	if err != nil {
 		return nil, err
@@ -221,7 +240,7 @@ func Find(ctx context.Context, home, name string) (*Server, error) {
 	if !s.IsEnabled() {
 		return nil, op.Errorf(op.KindUnavailable, "server %q is disabled", name).WithHint("lm servers enable %s", name)
 	}
-	r, _, err := s.Resolved(NewResolver(ctx, home))
+	r, _, err := s.Resolved(NewResolver(ctx, home, env.Environ))
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}

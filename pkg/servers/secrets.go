@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/privatefile"
 	"lmtool.dev/lm/pkg/servers/keyring"
 )
@@ -136,11 +137,12 @@ type Resolver struct {
 	Secret func(name string) (string, error)
 }
 
-// NewResolver resolves as a server's start does: ${env:NAME} from lm's
-// environment, ${secret:NAME} through home's [Secrets].
-func NewResolver(ctx context.Context, home string) Resolver {
+// NewResolver resolves as a server's start does: ${env:NAME} from the
+// environment environ ("KEY=value", lm's as its face was started),
+// ${secret:NAME} through home's [Secrets].
+func NewResolver(ctx context.Context, home string, environ []string) Resolver {
 	secrets := NewSecrets(home)
-	return Resolver{Env: os.LookupEnv, Secret: func(name string) (string, error) { return secrets.Lookup(ctx, name) }}
+	return Resolver{Env: func(key string) (string, bool) { return op.LookupEnv(environ, key) }, Secret: func(name string) (string, error) { return secrets.Lookup(ctx, name) }}
 }
 
 // Scrubber hides secret values in text lm reports: each becomes its

@@ -2,22 +2,22 @@ package store
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 )
 
 // Home is the directory for lm's files: $LM_HOME, else $XDG_DATA_HOME/lm,
-// else ~/.local/share/lm. It needs nothing but HOME, which every MCP client
-// passes to the servers it spawns.
-func Home() (string, error) {
-	if h := os.Getenv("LM_HOME"); h != "" {
+// else ~/.local/share/lm, in the environment getenv reads (the face's). It
+// needs nothing but HOME, which every MCP client passes to the servers it
+// spawns.
+func Home(getenv func(string) string) (string, error) {
+	if h := getenv("LM_HOME"); h != "" {
 		return filepath.Abs(h)
 	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
+	if x := getenv("XDG_DATA_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "lm"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
+	home := getenv("HOME")
+	if home == "" {
 		return "", errors.New("cannot locate lm's home: set LM_HOME, XDG_DATA_HOME or HOME, or pass --store")
 	}
 	return filepath.Join(home, ".local", "share", "lm"), nil
@@ -25,14 +25,14 @@ func Home() (string, error) {
 
 // Locate resolves the store file: the explicit path (--store), else
 // $LM_STORE, else lm.db in [Home].
-func Locate(explicit string) (string, error) {
+func Locate(explicit string, getenv func(string) string) (string, error) {
 	if explicit == "" {
-		explicit = os.Getenv("LM_STORE")
+		explicit = getenv("LM_STORE")
 	}
 	if explicit != "" {
 		return filepath.Abs(explicit)
 	}
-	home, err := Home()
+	home, err := Home(getenv)
 	if err != nil {
 		return "", err
 	}

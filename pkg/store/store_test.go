@@ -162,25 +162,25 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 func TestLocate(t *testing.T) {
 	t.Setenv("LM_STORE", "")
 	t.Setenv("LM_HOME", "/tmp/lm-home")
-	if p, _ := Locate(""); p != "/tmp/lm-home/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/lm-home/lm.db" {
 		t.Errorf("LM_HOME: %s", p)
 	}
 	t.Setenv("LM_STORE", "/tmp/x.db")
-	if p, _ := Locate(""); p != "/tmp/x.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/x.db" {
 		t.Errorf("LM_STORE: %s", p)
 	}
-	if p, _ := Locate("/tmp/flag.db"); p != "/tmp/flag.db" {
+	if p, _ := Locate("/tmp/flag.db", os.Getenv); p != "/tmp/flag.db" {
 		t.Errorf("--store: %s", p)
 	}
 	t.Setenv("LM_STORE", "")
 	t.Setenv("LM_HOME", "")
 	t.Setenv("XDG_DATA_HOME", "/tmp/xdg")
-	if p, _ := Locate(""); p != "/tmp/xdg/lm/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/tmp/xdg/lm/lm.db" {
 		t.Errorf("XDG_DATA_HOME: %s", p)
 	}
 	t.Setenv("XDG_DATA_HOME", "")
 	t.Setenv("HOME", "/home/u")
-	if p, _ := Locate(""); p != "/home/u/.local/share/lm/lm.db" {
+	if p, _ := Locate("", os.Getenv); p != "/home/u/.local/share/lm/lm.db" {
 		t.Errorf("HOME: %s", p)
 	}
 }

@@ -3,13 +3,11 @@ package tasks
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -129,8 +127,7 @@ type RunOutput struct {
 // ExitCode passes the task's status through.
 func (r RunOutput) ExitCode() int { return r.Status }
 
-// Run runs a task attached to this process's terminal. It is the one
-// handler that uses the process's standard streams: running a task for a
+// Run runs a task attached to the caller's streams: running a task for a
 // person in the foreground means giving it the terminal.
 func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
 	t, err := Find(in.Dir, in.Name)
@@ -143,7 +140,8 @@ func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
 	dir, _ := projectDir(in.Dir)
 	argv := t.WithArgs(in.Args)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, os.Stdin, os.Stdout, os.Stderr
+	cmd.Dir, cmd.Env = dir, op.ChildEnv(env.Environ)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	// Ctrl-C reaches the task through the terminal's process group; lm
 	// waits for it to finish rather than killing it.
 	err = cmd.Run()
@@ -219,7 +217,7 @@ func Deny(_ context.Context, env *op.Env, in AllowInput) (AllowOutput, error) {
 }
 
 func edit(env *op.Env, in AllowInput, deny bool) (AllowOutput, error) {
-	if !jsonio.IsTerminal(os.Stdin) {
+	if !env.CanAsk() {
 		return AllowOutput{}, op.Errorf(op.KindDenied, "changing the allowlist needs a person at a terminal").
 			WithHint("run it yourself in a terminal, or edit %s", AllowlistPath(env.Home, orMCP(in.Namespace)))
 	}

@@ -12,6 +12,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "list_tasks", Path: []string{"tasks", "list"},
+			Callers: op.Agents,
 			Summary: "List the tasks the project's files define, with unique names",
 			Description: "Discovers Make, package.json (npm/yarn/pnpm/bun), pyproject (uv, poetry, poe, pdm, hatch), Taskfile, turbo, Maven, Gradle, " +
 				"GitHub Actions (act), Docker Compose, CMake, justfile, *.sh, Cargo aliases and cargo-make, mise and deno tasks. " +
@@ -21,11 +22,13 @@ func Ops() []op.Operation {
 		}, List),
 		op.New(op.Meta{
 			Name: "get_task", Path: []string{"tasks", "show"},
+			Callers: op.Agents,
 			Summary: "Show one task by its unique or source name", Args: []string{"name"},
 			Effect: op.ReadOnly, Idempotent: true,
 		}, Show),
 		op.New(op.Meta{
 			Name: "get_command", Path: []string{"tasks", "command"},
+			Callers:     op.Agents,
 			Summary:     "Print the shell command that runs a task, without running it",
 			Description: "Arguments after the task name are appended as separate, quoted words.",
 			Examples:    "lm tasks command test -- -run TestX -r --jq .command",
@@ -34,6 +37,7 @@ func Ops() []op.Operation {
 		}, Command),
 		op.New(op.Meta{
 			Name: "tasks_run", Path: []string{"tasks", "run"},
+			Callers: op.PersonOnly,
 			Summary: "Run a task in the foreground on this terminal; its exit status passes through",
 			Description: "For people: the task inherits stdin, stdout and stderr, and lm prints nothing itself. Use `lm jobs start` to run it in the background. " +
 				"A Deny entry in the human allowlist ($LM_HOME/allowlist.toml, `lm tasks deny NAME --namespace human`) refuses the task; without one it runs.",
@@ -43,6 +47,7 @@ func Ops() []op.Operation {
 		}, Run),
 		op.New(op.Meta{
 			Name: "read_allowlist", Path: []string{"tasks", "allowlist"},
+			Callers: op.Agents,
 			Summary: "Show the MCP (or human) allowlist as TOML and as JSON",
 			Description: "Read-only. MCP may run a task only when $LM_HOME/mcp_allowlist.toml allows it; people change it with `lm tasks allow|deny` or by editing the file. " +
 				"The human allowlist ($LM_HOME/allowlist.toml) is separate: its Deny entries stop `lm tasks run` and `lm jobs start` from running a task.",
@@ -50,6 +55,7 @@ func Ops() []op.Operation {
 		}, ReadAllowlist),
 		op.New(op.Meta{
 			Name: "tasks_allow", Path: []string{"tasks", "allow"},
+			Callers:     op.PersonOnly,
 			Summary:     "Allow MCP clients to run a task, its file or its directory (needs a terminal)",
 			Description: "Adds an entry to the allowlist. It refuses to run without a terminal on stdin, so an agent cannot grant itself access through a shell.",
 			Examples:    "lm tasks allow test-m\nlm tasks allow build --scope file",
@@ -58,6 +64,7 @@ func Ops() []op.Operation {
 		}, Allow),
 		op.New(op.Meta{
 			Name: "tasks_deny", Path: []string{"tasks", "deny"},
+			Callers:     op.PersonOnly,
 			Summary:     "Deny MCP clients (or, with --namespace human, yourself) a task, or everything in its file with --scope file (needs a terminal)",
 			Description: "Deny entries are checked before any allow entry.",
 			Args:        []string{"name"},

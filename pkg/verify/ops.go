@@ -7,6 +7,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_verify", Path: []string{"verify"},
+			Callers: op.Agents, PersonFields: []string{"allow_outside_root"},
 			Summary: "Run a checklist against files: pass or fail per check, with line evidence",
 			Description: "Each check is {id, description, file, condition: {type, value}} with type contains, not_contains, pattern (RE2), " +
 				"exports, imports (Go, JS/TS, Python, Rust), file_exists or semantic (judged by the model configured in the [model] table of " +

@@ -27,9 +27,9 @@ type judge struct {
 	confidence float64
 }
 
-func newJudge(home string) *judge {
+func newJudge(env *op.Env) *judge {
 	j := &judge{confidence: 1}
-	cfg, err := model.Load(home)
+	cfg, err := model.Load(env.Home, env.LookupEnv)
 	if err == nil {
 		j.client, err = model.New(cfg)
 		j.threshold = cfg.ConfidenceThreshold

@@ -60,14 +60,13 @@ func runSemantic(t *testing.T, url, modelName string, checks ...Check) Output {
 	if err := os.WriteFile(filepath.Join(root, "store.ts"), []byte(store), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("LM_MODEL", modelName)
-	t.Setenv("LM_MODEL_URL", url)
-	t.Setenv("LM_MODEL_PROVIDER", "ollama")
+	// The model is the caller's to configure, through its environment.
+	environ := []string{"LM_MODEL=" + modelName, "LM_MODEL_URL=" + url, "LM_MODEL_PROVIDER=ollama"}
 	in := Input{Root: root, Checks: checks}
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir()}, in)
+	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir(), Environ: environ}, in)
 	if err != nil {
 		t.Fatal(err)
 	}

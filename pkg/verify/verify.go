@@ -174,13 +174,16 @@ type Output = envelope.Result[Data]
 // Verify runs the checklist. The CLI exits 8 when any check did not pass.
 func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	root, err := extract.NewRoot(in.Root, in.AllowOutsideRoot)
+	if root != nil {
+		root.Environ = env.Environ
+	}
 	if err != nil {
 		return Output{}, err
 	}
 	files := &fileCache{root: root, entries: map[string]*cached{}}
 	var semantic *judge
 	if slices.ContainsFunc(in.Checks, func(c Check) bool { return c.Condition.Type == "semantic" }) {
-		semantic = newJudge(env.Home)
+		semantic = newJudge(env)
 	}
 	d := Data{Results: []Result{}}
 	for _, c := range in.Checks {

@@ -140,18 +140,21 @@ type Result struct {
 
 // Enhancer is safe for concurrent use.
 type Enhancer struct {
-	home  string
-	cache *cache.Cache
-	log   *slog.Logger
+	home string
+	// lookupEnv reads the gateway's environment, for the model's settings.
+	lookupEnv func(string) (string, bool)
+	cache     *cache.Cache
+	log       *slog.Logger
 }
 
-// New returns an enhancer for home whose cache keeps size results for ttl.
+// New returns an enhancer for home whose cache keeps size results for ttl;
+// lookupEnv reads the environment that may override the model's settings.
 // It checks the rules file now, so a broken one fails the gateway's start.
-func New(home string, size int, ttl time.Duration, log *slog.Logger) (*Enhancer, error) {
+func New(home string, lookupEnv func(string) (string, bool), size int, ttl time.Duration, log *slog.Logger) (*Enhancer, error) {
 	if _, err := LoadRules(home); err != nil {
 		return nil, err
 	}
-	return &Enhancer{home: home, cache: cache.New(size, ttl, time.Now), log: log}, nil
+	return &Enhancer{home: home, lookupEnv: lookupEnv, cache: cache.New(size, ttl, time.Now), log: log}, nil
 }
 
 // Enhance rewrites prompt for client. Only a missing prompt is an error;
@@ -180,7 +183,7 @@ func (e *Enhancer) Enhance(ctx context.Context, client, prompt string) (Result, 
 		res.Reason = fmt.Sprintf("enhancement is disabled for client %s in %s", client, Path(e.home))
 		return res, nil
 	}
-	cfg, err := model.Load(e.home)
+	cfg, err := model.Load(e.home, e.lookupEnv)
 	if err != nil {
 		return unchanged(err.Error())
 	}

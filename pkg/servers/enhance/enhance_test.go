@@ -96,7 +96,7 @@ func home(t *testing.T, url, rules string) string {
 // that posts a prompt as a client.
 func serve(t *testing.T, home string) func(client, prompt string) (int, Result) {
 	t.Helper()
-	e, err := New(home, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e, err := New(home, os.LookupEnv, 100, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestModelDownOrNotConfiguredReturnsTheOriginal(t *testing.T) {
 
 func TestRulesFileIsCheckedStrictly(t *testing.T) {
 	dir := home(t, "", `{"default": {"modle": "llama3.2:3b"}}`)
-	_, err := New(dir, 10, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err := New(dir, os.LookupEnv, 10, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), `unknown field "modle"`) || !strings.Contains(err.Error(), FileName) {
 		t.Fatalf("err = %v", err)
 	}

@@ -198,7 +198,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 
 // run connects once and serves until the child fails or ctx ends.
 func (c *child) run(ctx context.Context) (err error) {
-	cfg, secrets, err := c.config().Resolved(servers.NewResolver(ctx, c.hub.home))
+	cfg, secrets, err := c.config().Resolved(servers.NewResolver(ctx, c.hub.home, c.hub.environ))
 	if err != nil {
 		return &permanentError{err}
 	}
@@ -210,7 +210,7 @@ func (c *child) run(ctx context.Context) (err error) {
 	var proc *process
 	switch cfg.Kind() {
 	case servers.Stdio:
-		if proc, err = spawn(c.hub.home, c.name, cfg, scrub); err != nil {
+		if proc, err = spawn(c.hub.home, c.hub.environ, c.name, cfg, scrub); err != nil {
 			return &permanentError{err}
 		}
 		defer func() {

@@ -29,6 +29,10 @@ import (
 type Options struct {
 	// Home is LM_HOME: servers.json, the servers' logs, the node prefix.
 	Home string
+	// Environ is the environment the servers start with ("KEY=value"),
+	// before their own variables, and that fills ${env:NAME}: the
+	// gateway's, as the person started it.
+	Environ []string
 	// Aggregate is the gateway's /mcp server, which already serves lm's own
 	// tools; the servers' tools are added beside them. The hub adds a hook
 	// to it (to list the servers' resource templates).
@@ -39,6 +43,7 @@ type Options struct {
 // Hub is safe for concurrent use.
 type Hub struct {
 	home      string
+	environ   []string
 	aggregate *server.MCPServer
 	log       *slog.Logger
 	ctx       context.Context
@@ -66,7 +71,7 @@ func New(opts Options) (*Hub, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &Hub{home: opts.Home, aggregate: opts.Aggregate, log: opts.Log, ctx: ctx, cancel: cancel, cfg: cfg,
+	h := &Hub{home: opts.Home, environ: opts.Environ, aggregate: opts.Aggregate, log: opts.Log, ctx: ctx, cancel: cancel, cfg: cfg,
 		children: map[string]*child{}, watchers: map[chan struct{}]struct{}{}, activity: newActivityLog(200)}
 	h.cache = cache.New(cfg.Settings.CacheSize(), cfg.Settings.TTL(), time.Now)
 	for _, name := range cfg.Names() {

@@ -48,7 +48,7 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 	agg.AddTool(mcp.NewTool("queue_add"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("lm's own"), nil
 	})
-	h, err := New(Options{Home: home, Aggregate: agg, Log: slog.New(slog.NewTextHandler(w, nil))})
+	h, err := New(Options{Home: home, Environ: os.Environ(), Aggregate: agg, Log: slog.New(slog.NewTextHandler(w, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -54,7 +55,7 @@ type process struct {
 const lifelineScript = `( (trap '' TERM INT HUP; read -r _ <&3; kill -s KILL 0) </dev/null >/dev/null 2>&1 & )
 exec "$@" 3<&-`
 
-func spawn(home, name string, s *servers.Server, scrub *servers.Scrubber) (*process, error) {
+func spawn(home string, environ []string, name string, s *servers.Server, scrub *servers.Scrubber) (*process, error) {
 	// Looked up here, as exec.Command would, so a missing command is an
 	// error to report rather than a child that exits 127.
 	path, err := exec.LookPath(s.Command)
@@ -62,7 +63,7 @@ func spawn(home, name string, s *servers.Server, scrub *servers.Scrubber) (*proc
 		return nil, fmt.Errorf("start %s: %w", s.Command, err)
 	}
 	cmd := exec.Command("/bin/sh", append([]string{"-c", lifelineScript, s.Command, path}, s.Args...)...)
-	cmd.Env = os.Environ()
+	cmd.Env = op.ChildEnv(environ)
 	for k, v := range s.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
