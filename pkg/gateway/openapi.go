@@ -59,7 +59,7 @@ func (s *Server) openAPIDocument() map[string]any {
 			responses["409"] = errorResponse("the instruction was already consumed")
 		}
 		if rt.body {
-			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(withoutFields(in, wildcards(rt.path)))}
+			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(withoutFields(in, rt.notInBody()))}
 		} else {
 			for _, name := range op.FieldNames(in) {
 				if !slices.Contains(wildcards(rt.path), name) {
@@ -150,7 +150,7 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range apiRoutes {
 		o := s.ops[rt.tool]
 		e := entry{Method: rt.method, Path: rt.path, Summary: rt.summary, Tool: rt.tool, CLI: strings.Join(o.Info().Path, " "), Status: rt.status,
-			Input: indent(withoutFields(o.InputSchema(), wildcards(rt.path)))}
+			Input: indent(withoutFields(o.InputSchema(), rt.notInBody()))}
 		if rt.status != http.StatusNoContent {
 			e.Output = indent(o.OutputSchema())
 		}

@@ -107,14 +107,21 @@ func (t *tx) put(r record) error {
 	return t.bucket(bItems).Put([]byte(r.ID), v)
 }
 
-// resolve finds the instruction an id or unique id prefix names.
-func (t *tx) resolve(idOrPrefix string) (record, error) {
-	prefix := strings.ToUpper(strings.TrimSpace(idOrPrefix))
+// resolve finds the instruction an id names (case-insensitively, as ULIDs
+// are). A unique prefix also names one when prefixes is set: a convenience
+// for a person typing on the command line, never for a program, which
+// could act on an instruction it did not mean.
+func (t *tx) resolve(id string, prefixes bool) (record, error) {
+	prefix := strings.ToUpper(strings.TrimSpace(id))
 	if prefix == "" {
 		return record{}, op.Errorf(op.KindInvalid, "an instruction id is required")
 	}
 	if r, ok := t.get(prefix); ok {
 		return r, nil
+	}
+	if !prefixes {
+		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
+			WithHint("give the whole id, as queue_list (GET /api/instructions) shows it; prefixes are for lm's command line")
 	}
 	var matches []string
 	if b := t.bucket(bItems); b != nil {
@@ -125,13 +132,13 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", idOrPrefix).
+		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
 			WithHint("list ids with: lm queue list --status all")
 	case 1:
 		r, _ := t.get(matches[0])
 		return r, nil
 	default:
-		return record{}, op.Errorf(op.KindInvalid, "id prefix %q is ambiguous: it matches %s", idOrPrefix, strings.Join(matches, ", ")).
+		return record{}, op.Errorf(op.KindInvalid, "id prefix %q is ambiguous: it matches %s", id, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
 }

@@ -156,9 +156,9 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 	return out, err
 }
 
-// IDInput names one instruction by id or unique id prefix.
+// IDInput names one instruction by id (or unique id prefix on the CLI).
 type IDInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix of it also does)"`
 }
 
 // ItemOutput is one instruction.
@@ -170,7 +170,7 @@ type ItemOutput struct {
 func Show(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 	var out ItemOutput
 	err := view(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,7 @@ func errConsumed(r record, verb string) error {
 
 // EditInput replaces a pending instruction's text.
 type EditInput struct {
-	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID      string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix of it also does)"`
 	Content string `json:"content" jsonschema:"the new text"`
 }
 
@@ -198,7 +198,7 @@ func (in *EditInput) Validate() error { return checkContent(in.Content) }
 func Edit(ctx context.Context, env *op.Env, in EditInput) (ItemOutput, error) {
 	var out ItemOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -225,7 +225,7 @@ type RemoveOutput struct {
 func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) {
 	var out RemoveOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) 
 
 // MoveInput moves a pending instruction to a new place in the queue.
 type MoveInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it"`
+	ID string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix of it also does)"`
 	To int    `json:"to" jsonschema:"the new 1-based position among pending instructions"`
 }
 
@@ -251,7 +251,7 @@ type MoveInput struct {
 func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 	var out ListOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
