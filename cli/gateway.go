@@ -31,6 +31,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.DurationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
 			allowFlag(),
 		}
 	}
@@ -128,9 +129,14 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
-	var handler slog.Handler = slog.NewJSONHandler(a.streams.Err, nil)
+	level, err := logLevel(cmd.String("log-level"))
+	if err != nil {
+		return fail(err)
+	}
+	logOpts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewJSONHandler(a.streams.Err, logOpts)
 	if jsonio.IsTerminal(a.streams.Err) {
-		handler = slog.NewTextHandler(a.streams.Err, nil)
+		handler = slog.NewTextHandler(a.streams.Err, logOpts)
 	}
 	log := slog.New(handler)
 	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Log: log,
@@ -183,6 +189,17 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	return nil
 }
 
+// logLevel reads --log-level (or LM_LOG_LEVEL).
+func logLevel(name string) (slog.Level, error) {
+	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+	level, ok := levels[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return 0, op.Errorf(op.KindInvalid, "--log-level (or LM_LOG_LEVEL) %q is not a log level", name).
+			WithHint("use debug, info, warn or error")
+	}
+	return level, nil
+}
+
 // serveArgs repeats the serving flags for the background process.
 func serveArgs(cmd *ucli.Command) []string {
 	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
@@ -203,7 +220,7 @@ func serveArgs(cmd *ucli.Command) []string {
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
 	}
-	return args
+	return append(args, "--log-level", cmd.String("log-level"))
 }
 
 func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
@@ -215,8 +232,12 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if _, err := gatewayToken(cmd); err != nil {
 		return fail(err)
 	}
-	// A mistyped --allow fails here, not in the background process's log.
+	// A mistyped --allow or --log-level fails here, not in the background
+	// process's log.
 	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+		return fail(err)
+	}
+	if _, err := logLevel(cmd.String("log-level")); err != nil {
 		return fail(err)
 	}
 	exe, err := os.Executable()

@@ -2,12 +2,17 @@ package cli
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/server"
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/logfile"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -27,6 +32,8 @@ func (a *app) mcpCommand() *ucli.Command {
 			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
 			allowFlag(),
 			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
+			&ucli.StringFlag{Name: "log", Usage: "log each tool call (get_user_request with its agent, wait and result) as JSON Lines to `FILE`, " +
+				"- for stderr (default: $LM_HOME/mcp.log, kept under 1 MiB plus one rotated copy)", TakesFile: true, Local: true},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
 			if url := cmd.String("connect"); url != "" {
@@ -47,7 +54,8 @@ func (a *app) mcpCommand() *ucli.Command {
 			if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
-			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
+			log := a.mcpLog(cmd.String("log"), env.Home)
+			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
@@ -57,6 +65,20 @@ func (a *app) mcpCommand() *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// mcpLog is where lm mcp logs its tool calls: its stdout is the protocol's,
+// and an MCP client may show its stderr nowhere, so by default a file in
+// LM_HOME that every lm mcp process of this home shares.
+func (a *app) mcpLog(path, home string) *slog.Logger {
+	var w io.Writer = a.streams.Err
+	if path != "-" {
+		if path == "" {
+			path = filepath.Join(home, "mcp.log")
+		}
+		w = logfile.New(path, logfile.DefaultMax)
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
 }
 
 // allowFlag is how the person who starts a face lets its agents do more

@@ -165,6 +165,45 @@ func shownKeys(assign []string) map[string]bool {
 	return shown
 }
 
+// The environment variables that seed a new store's settings, for
+// containers and CI where nobody opens the page to set them.
+const (
+	EnvWaitSeconds       = "LM_DEFAULT_WAIT_SECONDS"
+	EnvEmptyResponse     = "LM_DEFAULT_EMPTY_RESPONSE"
+	EnvStaleAfterSeconds = "LM_AGENT_STALE_AFTER_SECONDS"
+)
+
+// seededSettings are the settings a store starts with: the defaults, with
+// any of the three variables set in the environment instead (an empty
+// number is unset; an empty text is no text). A value out of bounds is an
+// error naming the variable, not a silent default.
+func seededSettings(env *op.Env) (Settings, error) {
+	s := defaultSettings()
+	for _, v := range []struct {
+		name     string
+		into     *int
+		min, max int
+	}{
+		{EnvWaitSeconds, &s.DefaultWaitSeconds, 0, MaxWaitSeconds},
+		{EnvStaleAfterSeconds, &s.AgentStaleAfterSeconds, 1, MaxWaitSeconds},
+	} {
+		raw := env.Getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil || n < v.min || n > v.max {
+			return s, op.Errorf(op.KindInvalid, "%s=%q: the queue's settings need a whole number of seconds from %d to %d", v.name, raw, v.min, v.max).
+				WithHint("fix or unset %s; it seeds the settings of a store that has none yet", v.name)
+		}
+		*v.into = n
+	}
+	if text, set := env.LookupEnv(EnvEmptyResponse); set {
+		s.DefaultEmptyResponse = text
+	}
+	return s, nil
+}
+
 // CurrentSettings returns the current settings.
 func CurrentSettings(ctx context.Context, env *op.Env) (Settings, error) {
 	var s Settings

@@ -35,6 +35,8 @@ const orderStep = 1 << 20
 type tx struct {
 	*bolt.Tx
 	now time.Time
+	// seed are the settings of a store that has none stored yet.
+	seed Settings
 }
 
 func (t *tx) bucket(name []byte) *bolt.Bucket {
@@ -66,13 +68,18 @@ func (t *tx) addCounter(key []byte, delta int) error {
 }
 
 func (t *tx) settings() Settings {
-	s := defaultSettings()
+	s := t.seed
 	if b := t.bucket(bMeta); b != nil {
 		if v := b.Get(kSettings); v != nil {
 			json.Unmarshal(v, &s)
 		}
 	}
 	return s
+}
+
+func (t *tx) hasSettings() bool {
+	b := t.bucket(bMeta)
+	return b != nil && b.Get(kSettings) != nil
 }
 
 func (t *tx) putSettings(s Settings) error {

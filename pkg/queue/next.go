@@ -42,6 +42,18 @@ func (o NextOutput) ExitCode() int {
 	return op.KindTimeout.ExitCode()
 }
 
+// AgentID is the agent a get_user_request call is credited to: the
+// agent_id it gave, else its MCP client's name, else "cli".
+func AgentID(requested, client string) string {
+	switch {
+	case requested != "":
+		return requested
+	case client != "":
+		return client
+	}
+	return "cli"
+}
+
 // progressEvery is how often a waiting call reports progress.
 const progressEvery = 2 * time.Second
 
@@ -61,13 +73,7 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // up to the configured time for one, then answer empty or with the default
 // response. A cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
-	agent := in.AgentID
-	if agent == "" {
-		agent = env.Client
-	}
-	if agent == "" {
-		agent = "cli"
-	}
+	agent := AgentID(in.AgentID, env.Client)
 	start := env.Now()
 	current, gen := nextGeneration(agent)
 

@@ -17,7 +17,17 @@ const MaxContentBytes = 1 << 20
 
 func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 	return env.Store.Update(ctx, func(b *bolt.Tx) error {
-		t := &tx{Tx: b, now: env.Now().UTC()}
+		t, err := newTx(b, env)
+		if err != nil {
+			return err
+		}
+		if !t.hasSettings() {
+			// The first write to a store keeps the settings it was
+			// started with, so every later process reads the same ones.
+			if err := t.putSettings(t.seed); err != nil {
+				return err
+			}
+		}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -26,7 +36,25 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 }
 
 func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.View(ctx, func(b *bolt.Tx) error { return fn(&tx{Tx: b, now: env.Now().UTC()}) })
+	return env.Store.View(ctx, func(b *bolt.Tx) error {
+		t, err := newTx(b, env)
+		if err != nil {
+			return err
+		}
+		return fn(t)
+	})
+}
+
+// newTx wraps a transaction; while the store holds no settings yet, they
+// are the ones seeded from the environment.
+func newTx(b *bolt.Tx, env *op.Env) (*tx, error) {
+	t := &tx{Tx: b, now: env.Now().UTC(), seed: defaultSettings()}
+	if t.hasSettings() {
+		return t, nil
+	}
+	var err error
+	t.seed, err = seededSettings(env)
+	return t, err
 }
 
 // checkContent rejects text no instruction may have.
