@@ -153,7 +153,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() && token == "" {
 		log.Warn("listening beyond loopback without a token: anyone who can reach this address can use the queue and the tools", "addr", addr)
 	}
-	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: "http://" + addr + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
+	base := "http://" + reachable(addr)
+	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
 	if err != nil {
 		ln.Close()
@@ -168,7 +169,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	ready := func() error {
 		// The URL first: a background gateway's output is its log, which
 		// is complete once `lm gateway start` sees the state file.
-		if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}
 		var err error
@@ -187,6 +188,17 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// reachable is an address to open in a browser for the listening address
+// addr: one on all interfaces (0.0.0.0 or ::, which Go reports as [::])
+// is reached on this machine through loopback.
+func reachable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }
 
 // logLevel reads --log-level (or LM_LOG_LEVEL).

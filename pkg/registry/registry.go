@@ -42,6 +42,13 @@ var Groups = []Group{
 	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
 }
 
+// Subgroups describe the commands inside a group that only hold others,
+// by CLI path.
+var Subgroups = map[string]string{
+	"servers fav":    "Saved tool calls: save one under a name, then list, run or remove them",
+	"servers secret": "The secrets servers reference as ${secret:NAME}: set, list and remove them",
+}
+
 // Commands are the operations that are top-level commands, not groups.
 var Commands = []string{"version"}
 

@@ -149,8 +149,9 @@ func Ops() []op.Operation {
 			Name: "servers_logs", Path: []string{"servers", "logs"},
 			Callers:     op.PersonOnly,
 			Summary:     "Print a server's stderr as the gateway recorded it",
-			Description: "--follow prints lines as JSON Lines as they are written (CLI only).",
+			Description: "--follow (-f) prints lines as JSON Lines as they are written (CLI only).",
 			Args:        []string{"name"},
+			Aliases:     map[string][]string{"follow": {"f"}},
 			Effect:      op.ReadOnly, Idempotent: true,
 		}, Logs),
 	}
