@@ -28,7 +28,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
 			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
-			&ucli.DurationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
+			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
 			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},

@@ -37,7 +37,7 @@ func (a *app) root() *ucli.Command {
 			&ucli.StringFlag{Name: "jq", Aliases: []string{"q"}, Usage: "filter the output with a jq `EXPR`"},
 			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes"},
 			&ucli.BoolFlag{Name: "json-errors", Usage: "report errors as a JSON object on stderr (also LM_JSON_ERRORS=1)"},
-			&ucli.DurationFlag{Name: "lock-timeout", Value: store.DefaultLockTimeout, Usage: "how long to wait for another process holding the store", Sources: ucli.EnvVars("LM_LOCK_TIMEOUT")},
+			&durationFlag{Name: "lock-timeout", Value: store.DefaultLockTimeout, Usage: "how long to wait for another process holding the store", Sources: ucli.EnvVars("LM_LOCK_TIMEOUT")},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
 			if cmd.Args().Present() {

@@ -92,7 +92,7 @@ func TestHelperToolsOverMCP(t *testing.T) {
 		t.Errorf("local_git: %v", out)
 	}
 	out, isErr = call("generate_list", map[string]any{"root": dir})
-	if isErr || len(query(out, "templates").([]any)) != 4 {
+	if isErr || len(query(out, "data", "templates").([]any)) != 4 {
 		t.Errorf("generate_list: %v", out)
 	}
 

@@ -217,6 +217,26 @@ func TestRunTaskStreamsThroughAnMCPClient(t *testing.T) {
 	if status["state"] != "stopped" {
 		t.Fatalf("status after stop: %v", status)
 	}
+	// jobs_status and jobs_stop take the job_id run_task gave, or id
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"jobs_status", map[string]any{"job_id": id}},
+		{"jobs_status", map[string]any{"id": id}},
+		{"jobs_stop", map[string]any{"job_id": id}},
+		{"jobs_wait", map[string]any{"job_id": id}},
+	} {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = call.tool, call.args
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("%s %v: %v %v", call.tool, call.args, err, res)
+		}
+		if job := res.StructuredContent.(map[string]any)["job"].(map[string]any); job["job_id"] != id || job["state"] != "stopped" {
+			t.Errorf("%s %v = %v", call.tool, call.args, job)
+		}
+	}
 
 	if got, _ := os.ReadFile(allowPath); string(got) != allowlist {
 		t.Fatalf("the allowlist changed:\n%s", got)

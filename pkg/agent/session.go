@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -56,15 +57,15 @@ const (
 	DefaultConnectTimeout = 60 * time.Second
 )
 
-// OptionsFromEnv reads LM_RECONNECT_BACKOFF and LM_HEARTBEAT (Go
+// OptionsFromEnv reads LM_RECONNECT_BACKOFF and LM_HEARTBEAT (lm's
 // durations) from the caller's environment over the defaults; status
 // lines go to its stderr.
 func OptionsFromEnv(env *op.Env) Options {
 	o := Options{Status: env.Stderr, Environ: env.Environ}
-	if d, err := time.ParseDuration(env.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
+	if d, err := duration.Parse(env.Getenv("LM_RECONNECT_BACKOFF")); err == nil && d > 0 {
 		o.Backoff = d
 	}
-	if d, err := time.ParseDuration(env.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
+	if d, err := duration.Parse(env.Getenv("LM_HEARTBEAT")); err == nil && d > 0 {
 		o.Heartbeat = d
 	}
 	return o.withDefaults()

@@ -15,6 +15,43 @@ type Symbols struct {
 	Imports   *[]Import   `json:"imports,omitempty"`
 	Functions *[]Function `json:"functions,omitempty"`
 	Types     *[]TypeDecl `json:"types,omitempty"`
+
+	// exportLines holds the line declaring (or listing for export) each
+	// export, for evidence; it is not part of the answer.
+	exportLines map[string]int
+}
+
+// ExportLine is the line that declares or lists name for export, 0 when
+// the scanner does not know it (a result read back from the cache).
+func (s *Symbols) ExportLine(name string) int { return s.exportLines[name] }
+
+// exportSet collects a file's exports in the order they are found, each
+// once, with the first line that declares or lists it.
+type exportSet struct {
+	names []string
+	lines map[string]int
+}
+
+func (e *exportSet) add(name string, line int) {
+	if name == "" {
+		return
+	}
+	if e.lines == nil {
+		e.lines = map[string]int{}
+	}
+	if _, seen := e.lines[name]; !seen {
+		e.lines[name] = line
+		e.names = append(e.names, name)
+	}
+}
+
+// into stores the set in s.
+func (e *exportSet) into(s *Symbols) {
+	names := e.names
+	if names == nil {
+		names = []string{}
+	}
+	s.Exports, s.exportLines = &names, e.lines
 }
 
 // Import is one import statement.
@@ -107,6 +144,29 @@ func (s *Symbols) Only(task string) *Symbols {
 		return &Symbols{Types: s.Types}
 	}
 	return s
+}
+
+// names is the task's list as names: exports, the modules imported, the
+// functions' and the types' names.
+func (s *Symbols) names(task string) []string {
+	out := []string{}
+	switch task {
+	case "exports":
+		out = append(out, *s.Exports...)
+	case "imports":
+		for _, im := range *s.Imports {
+			out = append(out, im.From)
+		}
+	case "functions":
+		for _, f := range *s.Functions {
+			out = append(out, f.Name)
+		}
+	case "types":
+		for _, t := range *s.Types {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 // lineAt is the 1-based line of offset off in src.

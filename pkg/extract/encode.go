@@ -74,7 +74,7 @@ func (r FileResult) appendJSON(b []byte) ([]byte, error) {
 		field("format")
 		b = appendString(b, r.Format)
 	}
-	if len(r.Data) > 0 {
+	if r.Data != nil {
 		field("data")
 		if b, err = appendMarshal(b, r.Data); err != nil {
 			return nil, err

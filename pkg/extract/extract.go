@@ -6,6 +6,7 @@ package extract
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,8 +15,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"math"
 	"regexp"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -36,13 +40,15 @@ type Input struct {
 	Files            []string `json:"files" jsonschema:"files, directories (walked, .gitignore respected) and globs (** for any depth), relative to root"`
 	Patterns         []string `json:"patterns,omitempty" jsonschema:"pattern_match: regular expressions (RE2 syntax, multi-line mode)"`
 	Fields           []string `json:"fields,omitempty" jsonschema:"frontmatter: the fields to return (default all); missing ones are null"`
-	Extract          *Spec    `json:"extract,omitempty" jsonschema:"spec 001's nested form of patterns and fields"`
+	Extract          *Spec    `json:"extract,omitempty" jsonschema:"spec 001's nested form of patterns, fields and format"`
+	Format           string   `json:"format,omitempty" jsonschema:"json (default) or list: each file's data as a list of strings (frontmatter: field: value; pattern_match: the matches; exports, imports, functions, types: the names)"`
 	Depth            int      `json:"depth,omitempty" jsonschema:"dependencies: how many import levels to follow from the given files (default 1)"`
 	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
 	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
 	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
 	MaxFileBytes     int64    `json:"max_file_bytes,omitempty" jsonschema:"skip larger files (default 10 MiB)"`
 	MaxMatches       int      `json:"max_matches,omitempty" jsonschema:"pattern_match: stop after this many matches per file (default 1000)"`
+	envelope.Request
 
 	regexps []*regexp.Regexp
 }
@@ -51,7 +57,7 @@ type Input struct {
 type Spec struct {
 	Patterns []string `json:"patterns,omitempty"`
 	Fields   []string `json:"fields,omitempty"`
-	Format   string   `json:"format,omitempty" jsonschema:"accepted for compatibility; the output is always JSON"`
+	Format   string   `json:"format,omitempty" jsonschema:"json or list, as the top-level format"`
 }
 
 // RefineSchema lists the task types.
@@ -63,11 +69,16 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 		}
 	}
 	s.Properties["depth"].Minimum = jsonschema.Ptr(0.0)
+	s.Properties["format"].Enum = []any{"json", "list"}
+	s.Properties["extract"].Properties["format"].Enum = []any{"json", "list"}
 }
 
 // Validate merges the spec's nested form, applies defaults and compiles the
 // patterns, so a bad pattern is rejected before any file is read.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	if in.TaskType == "" {
 		in.TaskType = in.Type
 	}
@@ -80,6 +91,13 @@ func (in *Input) Validate() error {
 	if in.Extract != nil {
 		in.Patterns = append(in.Patterns, in.Extract.Patterns...)
 		in.Fields = append(in.Fields, in.Extract.Fields...)
+		if in.Format == "" {
+			in.Format = in.Extract.Format
+		}
+	}
+	if in.Format == "list" && (in.TaskType == "structure" || in.TaskType == "dependencies") {
+		return op.Errorf(op.KindInvalid, "format list gives one list per file; %s has several", in.TaskType).
+			WithHint("use format json, or a task with one list: frontmatter, pattern_match, exports, imports, functions or types")
 	}
 	if len(in.Files) == 0 {
 		return op.Errorf(op.KindInvalid, "no files given").WithHint("name files, directories or globs")
@@ -113,7 +131,7 @@ type FileResult struct {
 	Found         bool           `json:"found"`
 	Language      string         `json:"language,omitempty"`
 	Format        string         `json:"format,omitempty" jsonschema:"frontmatter: yaml, toml or json"`
-	Data          map[string]any `json:"data,omitempty" jsonschema:"frontmatter: the fields"`
+	Data          any            `json:"data,omitempty" jsonschema:"frontmatter: the fields, an object; with format list: the answer as a list of strings"`
 	Lines         map[string]int `json:"lines,omitempty" jsonschema:"frontmatter: the line of each field"`
 	LineNumbers   []int          `json:"line_numbers,omitempty"`
 	Matches       []Match        `json:"matches,omitempty"`
@@ -154,6 +172,11 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		return Output{}, err
 	}
 	d := Data{TaskType: in.TaskType, Results: results}
+	if in.Format == "list" {
+		for name, r := range results {
+			results[name] = r.asList(in.TaskType)
+		}
+	}
 	for _, r := range results {
 		d.Stats.Files++
 		if r.Found {
@@ -165,6 +188,9 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if r.Error != "" {
 			d.Stats.Failed++
 		}
+	}
+	if err := in.Conform(d); err != nil {
+		return Output{}, err
 	}
 	return envelope.OK(d, read), nil
 }
@@ -190,7 +216,7 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		read, err := dependencies(ctx, env, in, root, files, results)
 		return results, read, err
 	}
-	got, read, err := process(ctx, env, in, files)
+	got, read, err := process(ctx, env, in, root, files)
 	for i, f := range files {
 		results[f.Name] = got[i]
 	}
@@ -209,7 +235,7 @@ type job struct {
 // process answers the task for files: read and hash in parallel, look the
 // hashes up in the cache in one transaction, compute the misses in
 // parallel, and store them in one transaction.
-func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileResult, int64, error) {
+func process(ctx context.Context, env *op.Env, in Input, root *Root, files []File) ([]FileResult, int64, error) {
 	jobs := make([]job, len(files))
 	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
 	taskKey := cacheTaskKey(in)
@@ -261,7 +287,11 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	}
 	parallel(ctx, len(jobs), func(i int) {
 		if j := &jobs[i]; !j.done {
-			j.result = answer(in, j.file.Path, j.content)
+			var followed bool
+			j.result, followed = answer(in, root, j.file.Path, j.content)
+			if followed {
+				j.key = "" // the answer depends on other files: not cached by this one's content
+			}
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -279,20 +309,27 @@ func process(ctx context.Context, env *op.Env, in Input, files []File) ([]FileRe
 	return out, read, nil
 }
 
-// answer computes one file's result for the task.
-func answer(in Input, path string, content []byte) FileResult {
+// answer computes one file's result for the task, and whether it followed
+// star re-exports into other files.
+func answer(in Input, root *Root, path string, content []byte) (FileResult, bool) {
 	if in.TaskType == "frontmatter" {
-		return frontmatterResult(content, in.Fields)
+		return frontmatterResult(content, in.Fields), false
 	}
 	lang := LanguageOf(path) // supported: process checked
-	syms, err := Scan(lang, content)
+	var syms *Symbols
+	var followed bool
+	var err error
+	if in.TaskType == "exports" || in.TaskType == "structure" {
+		syms, followed, err = root.ScanFile(path, content)
+	} else {
+		syms, err = Scan(lang, content)
+	}
 	if err != nil {
 		r := failed("parse_error", err)
 		r.Language = lang
-		return r
+		return r, false
 	}
-	r := FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}
-	return r
+	return FileResult{Found: true, Language: lang, Symbols: syms.Only(in.TaskType)}, followed
 }
 
 // DefaultMaxFileBytes is the size past which a file is skipped as too large.
@@ -389,7 +426,7 @@ func parallel(ctx context.Context, n int, fn func(i int)) {
 }
 
 // cacheVersion changes whenever a task's output for the same input would.
-const cacheVersion = "extract/1"
+const cacheVersion = "extract/2"
 
 func cacheTaskKey(in Input) string {
 	opts, _ := json.Marshal(struct {
@@ -397,4 +434,47 @@ func cacheTaskKey(in Input) string {
 		Fields  []string
 	}{cacheVersion, in.TaskType, in.Fields})
 	return string(opts) + "\x00"
+}
+
+// asList is the result in spec 001's list format: data is a list of
+// strings, line_numbers their lines where each has one. The task's own
+// list (matches, exports…) is replaced by it, so nothing is said twice.
+func (r FileResult) asList(task string) FileResult {
+	if !r.Found {
+		return r
+	}
+	items := []string{}
+	switch task {
+	case "frontmatter":
+		data, _ := r.Data.(map[string]any)
+		names := slices.Collect(maps.Keys(data))
+		slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(r.lineOf(a), r.lineOf(b)), cmp.Compare(a, b)) })
+		for _, k := range names {
+			v, isText := data[k].(string)
+			if !isText {
+				raw, _ := json.Marshal(data[k])
+				v = string(raw)
+			}
+			items = append(items, k+": "+v)
+		}
+		r.Lines = nil
+	case "pattern_match":
+		for _, m := range r.Matches {
+			items = append(items, m.Match)
+		}
+		r.Matches = nil
+	default:
+		items = r.Symbols.names(task)
+		r.Symbols = nil
+	}
+	r.Data = items
+	return r
+}
+
+// lineOf is a frontmatter field's line, missing fields last.
+func (r FileResult) lineOf(field string) int {
+	if l, ok := r.Lines[field]; ok {
+		return l
+	}
+	return math.MaxInt
 }

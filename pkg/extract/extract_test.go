@@ -57,10 +57,11 @@ func TestSplitFrontmatter(t *testing.T) {
 
 func TestFrontmatterResultMissingFieldsAreNull(t *testing.T) {
 	r := frontmatterResult([]byte("---\nwave: 2\n---\n"), []string{"wave", "absent"})
-	if !r.Found || r.Data["wave"] != 2 || r.Data["absent"] != nil || !slices.Equal(r.LineNumbers, []int{2}) {
+	data := r.Data.(map[string]any)
+	if !r.Found || data["wave"] != 2 || data["absent"] != nil || !slices.Equal(r.LineNumbers, []int{2}) {
 		t.Errorf("result = %+v", r)
 	}
-	if _, ok := r.Data["absent"]; !ok {
+	if _, ok := data["absent"]; !ok {
 		t.Error("a missing field must be present as null")
 	}
 }
@@ -286,6 +287,11 @@ func fuzzScanner(f *testing.F, lang string, check func(*testing.T, *Symbols), se
 				t.Errorf("import %q at line %d of %d", im.From, im.Line, lines)
 			}
 		}
+		for _, name := range *s.Exports {
+			if l := s.ExportLine(name); l < 1 || l > lines {
+				t.Errorf("export %q cited at line %d of %d", name, l, lines)
+			}
+		}
 	})
 }
 
@@ -305,11 +311,14 @@ func FuzzScanJS(f *testing.F) {
 	fuzzScanner(f, "typescript", methodsOfClasses,
 		"import a, {b as c} from 'x'\nexport default function f(a) {}\n/* x */ const y = (a) => a\n",
 		"class A<T> extends B<{x: 1}> {\n  static async *m<U>(a = f(), b: {c: 1}) {}\n  get #p() { return `}` }\n  h = async (e) => {}\n}\n",
-		"export abstract class C {\n  @D('x') protected abstract m(): void;\n  n(a: string): void;\n  n(a) { class E { o() {} } }\n}\n")
+		"export abstract class C {\n  @D('x') protected abstract m(): void;\n  n(a: string): void;\n  n(a) { class E { o() {} } }\n}\n",
+		"export type A<T = (a: string) => void> = T;\nexport * from './x';\ntype F<T extends {a: '>'}> = T\n",
+		"exports.a = exports.b = void 0;\nObject.defineProperty(exports, \"c\", { get() {} });\n(E || (exports.E = E = {}));\n")
 }
 
 func FuzzScanPython(f *testing.F) {
-	fuzzScanner(f, "python", nil, "from .a import (b,\n c)\nclass X:\n  def m(self): pass\n")
+	fuzzScanner(f, "python", nil, "from .a import (b,\n c)\nclass X:\n  def m(self): pass\n",
+		"'''\nclass X:\n'''\ndef f(): pass\n__all__ = ['f', 'g']\n", "\"\"\"unterminated\nimport os\n")
 }
 
 func FuzzScanRust(f *testing.F) {

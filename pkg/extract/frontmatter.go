@@ -231,13 +231,14 @@ func frontmatterResult(content []byte, want []string) FileResult {
 		return failed("invalid_frontmatter", err)
 	}
 	if b == nil {
-		return FileResult{Found: false, Data: map[string]any{}}
+		return FileResult{Found: false}
 	}
 	fields, err := ParseFrontmatter(b)
 	if err != nil {
 		return failed("invalid_frontmatter", err)
 	}
-	r := FileResult{Found: true, Format: b.Format, Data: map[string]any{}, Lines: map[string]int{}}
+	data := map[string]any{}
+	r := FileResult{Found: true, Format: b.Format, Data: data, Lines: map[string]int{}}
 	if len(want) == 0 {
 		for k := range fields {
 			want = append(want, k)
@@ -246,7 +247,7 @@ func frontmatterResult(content []byte, want []string) FileResult {
 	}
 	for _, k := range want {
 		f, ok := fields[k]
-		r.Data[k] = f.Value // a missing field is null
+		data[k] = f.Value // a missing field is null
 		if ok {
 			r.Lines[k] = f.Line
 			r.LineNumbers = append(r.LineNumbers, f.Line)

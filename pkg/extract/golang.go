@@ -17,7 +17,8 @@ func scanGo(src []byte) (*Symbols, error) {
 		return nil, err
 	}
 	s := &Symbols{}
-	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
+	var exports exportSet
+	imports, funcs, types := []Import{}, []Function{}, []TypeDecl{}
 	line := func(p token.Pos) int { return fset.Position(p).Line }
 	for _, im := range f.Imports {
 		path, _ := strconv.Unquote(im.Path.Value)
@@ -34,7 +35,7 @@ func scanGo(src []byte) (*Symbols, error) {
 			if d.Recv != nil && len(d.Recv.List) > 0 {
 				name = receiverType(d.Recv.List[0].Type) + "." + name
 			} else if d.Name.IsExported() {
-				exports = append(exports, name)
+				exports.add(name, line(d.Pos())) // the func keyword, not its doc comment
 			}
 			funcs = append(funcs, Function{Name: name, Line: line(d.Pos()), Params: goParams(fset, d.Type.Params)})
 		case *ast.GenDecl:
@@ -55,19 +56,20 @@ func scanGo(src []byte) (*Symbols, error) {
 					}
 					types = append(types, TypeDecl{Name: sp.Name.Name, Kind: kind, Line: line(sp.Pos())})
 					if sp.Name.IsExported() {
-						exports = append(exports, sp.Name.Name)
+						exports.add(sp.Name.Name, line(sp.Pos()))
 					}
 				case *ast.ValueSpec:
 					for _, n := range sp.Names {
 						if n.IsExported() {
-							exports = append(exports, n.Name)
+							exports.add(n.Name, line(n.Pos()))
 						}
 					}
 				}
 			}
 		}
 	}
-	s.Exports, s.Imports, s.Functions, s.Types = &exports, &imports, &funcs, &types
+	exports.into(s)
+	s.Imports, s.Functions, s.Types = &imports, &funcs, &types
 	return s, nil
 }
 

@@ -9,19 +9,28 @@ import (
 // blanked out (strings and template literals kept), so multi-line import
 // lists and declarations are matched as text with their offsets.
 var (
-	jsImport       = lazyRegexp(`(?m)^[ \t]*import\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"\n]+)['"]`)
-	jsImportBare   = lazyRegexp(`(?m)^[ \t]*import\s*['"]([^'"\n]+)['"]`)
-	jsRequire      = lazyRegexp(`(?:(?:const|let|var)\s+(\{[^}]*\}|[\w$]+)\s*=\s*)?\brequire\(\s*['"]([^'"\n]+)['"]\s*\)`)
-	jsExportFrom   = lazyRegexp(`(?m)^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*['"]([^'"\n]+)['"]`)
-	jsExportList   = lazyRegexp(`(?m)^[ \t]*export\s+(?:type\s+)?\{([^}]*)\}`)
-	jsExportDecl   = lazyRegexp(`(?m)^[ \t]*export\s+(?:declare\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\s*\*?|class|const\s+enum|const|let|var|interface|type|enum|namespace)\s+([\w$]+)`)
-	jsExportDef    = lazyRegexp(`(?m)^[ \t]*export\s+default\b`)
-	jsModuleObj    = lazyRegexp(`(?m)^[ \t]*module\.exports\s*=\s*(\{[^}]*\}|[\w$]*)`)
-	jsExportsProp  = lazyRegexp(`(?m)^[ \t]*(?:module\.)?exports\.([\w$]+)\s*=`)
+	jsImport     = lazyRegexp(`(?m)^[ \t]*import\s+(type\s+)?([^'";]*?)\s*from\s*['"]([^'"\n]+)['"]`)
+	jsImportBare = lazyRegexp(`(?m)^[ \t]*import\s*['"]([^'"\n]+)['"]`)
+	jsRequire    = lazyRegexp(`(?:(?:const|let|var)\s+(\{[^}]*\}|[\w$]+)\s*=\s*)?\brequire\(\s*['"]([^'"\n]+)['"]\s*\)`)
+	jsExportFrom = lazyRegexp(`(?m)^[ \t]*export\s+(type\s+)?(\*(?:\s+as\s+[\w$]+)?|\{[^}]*\})\s*from\s*['"]([^'"\n]+)['"]`)
+	jsExportList = lazyRegexp(`(?m)^[ \t]*export\s+(?:type\s+)?\{([^}]*)\}`)
+	jsExportDecl = lazyRegexp(`(?m)^[ \t]*export\s+(?:declare\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\s*\*?|class|const\s+enum|const|let|var|interface|type|enum|namespace)\s+([\w$]+)`)
+	jsExportDef  = lazyRegexp(`(?m)^[ \t]*export\s+default\b`)
+	jsModuleObj  = lazyRegexp(`(?m)^[ \t]*module\.exports\s*=\s*(\{[^}]*\}|[\w$]*)`)
+	// CommonJS, as TypeScript and Babel write it: exports.a = … anywhere
+	// (also inside a chain exports.a = exports.b = void 0, or an enum's
+	// (E || (exports.E = E = {}))), exports["a"] = …,
+	// Object.defineProperty(exports, "a", {…}), and __exportStar(require("./x"),
+	// exports) for export * from "./x".
+	jsExportsProp  = lazyRegexp(`(?:^|[^\w$.])(?:module\.)?exports(?:\.([\w$]+)|\[\s*['"]([^'"\n]+)['"]\s*\])\s*=`)
+	jsDefineExport = lazyRegexp(`\bObject\.defineProperty\(\s*(?:module\.)?exports\s*,\s*['"]([^'"\n]+)['"]`)
+	jsExportStar   = lazyRegexp(`\b__exportStar\(\s*require\(\s*['"]([^'"\n]+)['"]\s*\)`)
 	jsFunction     = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:async\s+)?function\s*\*?\s*([\w$]+)\s*(?:<[^>(]*>)?\s*\(([^)]*)\)`)
 	jsArrow        = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:const|let|var)\s+([\w$]+)\s*(?::[^=\n]+)?=\s*(?:async\s+)?(?:function\s*\*?\s*[\w$]*\s*\(([^)]*)\)|\(([^)]*)\)\s*(?::[^=\n]+)?=>|([\w$]+)\s*=>)`)
 	jsTypeDecl     = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:default\s+)?(?:declare\s+)?(?:abstract\s+)?(interface|enum|class|const\s+enum)\s+([\w$]+)`)
-	jsTypeAlias    = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:declare\s+)?type\s+([\w$]+)\s*(?:<[^=]*>)?\s*=`)
+	// A type alias's head; typeAliasBody checks that "=" follows its type
+	// parameters, which may hold defaults (<T = string>) and arrows.
+	jsTypeAlias    = lazyRegexp(`(?m)^[ \t]*(?:export\s+)?(?:declare\s+)?type\s+([\w$]+)\s*`)
 	jsAfterExports = lazyRegexp(`^\s*from\b`)
 	// A class member that is a method, anchored where a member starts:
 	// decorators, modifiers (1), a generator's * (2), the name (3), then
@@ -37,7 +46,8 @@ var (
 
 func scanJS(src []byte) *Symbols {
 	code := blankComments(src, true)
-	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
+	var exports exportSet
+	imports, funcs, types := []Import{}, []Function{}, []TypeDecl{}
 	at := func(off int) int { return lineAt(code, off) }
 	text := string(code)
 
@@ -61,43 +71,58 @@ func scanJS(src []byte) *Symbols {
 		if strings.HasPrefix(clause, "*") {
 			items = append(items, strings.Join(strings.Fields(clause), " "))
 			if _, ns, ok := strings.Cut(clause, " as "); ok {
-				exports = append(exports, strings.TrimSpace(ns))
+				exports.add(strings.TrimSpace(ns), at(m[0]))
 			}
 		} else {
 			for _, it := range splitList(strings.Trim(clause, "{}")) {
 				items = append(items, exportedName(it))
-				exports = append(exports, exportedName(it))
+				exports.add(exportedName(it), at(m[0]))
 			}
 		}
 		imports = append(imports, Import{From: text[m[6]:m[7]], Items: items, Line: at(m[0]), TypeOnly: m[2] >= 0, Kind: "re-export"})
+	}
+	for _, m := range jsExportStar().FindAllStringSubmatchIndex(text, -1) {
+		imports = append(imports, Import{From: text[m[2]:m[3]], Items: []string{"*"}, Line: at(m[0]), Kind: "re-export"})
 	}
 	for _, m := range jsExportList().FindAllStringSubmatchIndex(text, -1) {
 		if jsAfterExports().MatchString(text[m[1]:]) {
 			continue // a re-export, handled above
 		}
 		for _, it := range splitList(text[m[2]:m[3]]) {
-			exports = append(exports, exportedName(it))
+			exports.add(exportedName(it), at(m[0]))
 		}
 	}
 	for _, m := range jsExportDecl().FindAllStringSubmatchIndex(text, -1) {
-		exports = append(exports, text[m[2]:m[3]])
+		exports.add(text[m[2]:m[3]], at(m[0]))
 	}
-	if jsExportDef().MatchString(text) {
-		exports = append(exports, "default")
+	if loc := jsExportDef().FindStringIndex(text); loc != nil {
+		exports.add("default", at(loc[0]))
 	}
 	for _, m := range jsModuleObj().FindAllStringSubmatchIndex(text, -1) {
 		v := text[m[2]:m[3]]
 		if strings.HasPrefix(v, "{") {
 			for _, it := range splitList(strings.Trim(v, "{}")) {
 				name, _, _ := strings.Cut(it, ":")
-				exports = append(exports, strings.TrimSpace(name))
+				exports.add(strings.TrimSpace(name), at(m[0]))
 			}
 		} else {
-			exports = append(exports, "default")
+			exports.add("default", at(m[0]))
 		}
 	}
 	for _, m := range jsExportsProp().FindAllStringSubmatchIndex(text, -1) {
-		exports = append(exports, text[m[2]:m[3]])
+		if m[1] < len(text) && text[m[1]] == '=' {
+			continue // a comparison: exports.a == b
+		}
+		name := m[2:4]
+		if name[0] < 0 {
+			name = m[4:6]
+		}
+		exports.add(text[name[0]:name[1]], at(name[0]))
+	}
+	for _, m := range jsDefineExport().FindAllStringSubmatchIndex(text, -1) {
+		if name := text[m[2]:m[3]]; name != "__esModule" { // a marker, not enumerable
+			exports.add(name, at(m[0]))
+		}
 	}
 	for _, m := range jsFunction().FindAllStringSubmatchIndex(text, -1) {
 		funcs = append(funcs, Function{Name: text[m[2]:m[3]], Line: at(m[0]), Params: splitList(text[m[4]:m[5]])})
@@ -125,13 +150,46 @@ func scanJS(src []byte) *Symbols {
 		}
 	}
 	for _, m := range jsTypeAlias().FindAllStringSubmatchIndex(text, -1) {
-		types = append(types, TypeDecl{Name: text[m[2]:m[3]], Kind: "type", Line: at(m[0])})
+		if typeAliasBody(text, m[1]) {
+			types = append(types, TypeDecl{Name: text[m[2]:m[3]], Kind: "type", Line: at(m[0])})
+		}
 	}
 	sortByLine(funcs, func(f Function) int { return f.Line })
 	sortByLine(imports, func(i Import) int { return i.Line })
 	sortByLine(types, func(t TypeDecl) int { return t.Line })
-	exports = dedupe(exports)
-	return &Symbols{Exports: &exports, Imports: &imports, Functions: &funcs, Types: &types}
+	syms := &Symbols{Imports: &imports, Functions: &funcs, Types: &types}
+	exports.into(syms)
+	return syms
+}
+
+// typeAliasBody reports whether the alias head ending at text[i] goes on
+// to "=": after its type parameters, if any, which are skipped bracket by
+// bracket (defaults hold "=", "<…>" and the ">" of an arrow's "=>").
+func typeAliasBody(text string, i int) bool {
+	if i < len(text) && text[i] == '<' {
+		depth := 0
+	params:
+		for ; i < len(text); i++ {
+			switch c := text[i]; {
+			case c == '"' || c == '\'' || c == '`':
+				i = skipQuoted(text, i)
+			case c == '<' || c == '(' || c == '[' || c == '{':
+				depth++
+			case c == '>' && text[i-1] == '=': // an arrow, not a bracket
+			case c == '>' || c == ')' || c == ']' || c == '}':
+				if depth--; depth == 0 {
+					i++
+					break params
+				}
+			case c == ';':
+				return false
+			}
+		}
+	}
+	for i < len(text) && isSpace(text[i]) {
+		i++
+	}
+	return i < len(text) && text[i] == '=' && (i+1 == len(text) || text[i+1] != '=')
 }
 
 // jsMethods lists the methods of the class whose head ends at text[from:],

@@ -47,6 +47,7 @@ type AnalyzeInput struct {
 	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
 	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
 	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
+	envelope.Request
 }
 
 // RefineSchema lists the task types.
@@ -64,6 +65,9 @@ type AnalyzeData struct {
 // Analyze answers a local_analyze call.
 func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (envelope.Result[AnalyzeData], error) {
 	in := Input{TaskType: a.TaskType, Files: a.Files, Depth: a.Depth, Root: a.Root, AllowOutsideRoot: a.AllowOutsideRoot, NoCache: a.NoCache}
+	if err := a.CheckSchema(); err != nil {
+		return envelope.Result[AnalyzeData]{}, err
+	}
 	if err := in.Validate(); err != nil {
 		return envelope.Result[AnalyzeData]{}, err
 	}
@@ -72,5 +76,8 @@ func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (envelope.Result[
 		return envelope.Result[AnalyzeData]{}, err
 	}
 	d := AnalyzeData{TaskType: out.Data.TaskType, Analysis: out.Data.Results, Stats: out.Data.Stats}
+	if err := a.Conform(d); err != nil {
+		return envelope.Result[AnalyzeData]{}, err
+	}
 	return envelope.OK(d, out.BytesRead), nil
 }

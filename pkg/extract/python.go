@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"bytes"
 	"strings"
 )
 
@@ -18,10 +19,10 @@ var (
 // exports are __all__ when the module defines it, else its public top-level
 // names.
 func scanPython(src []byte) *Symbols {
-	code := blankPythonComments(src)
+	code := blankPython(src)
 	text := string(code)
 	at := func(off int) int { return lineAt(code, off) }
-	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
+	imports, funcs, types := []Import{}, []Function{}, []TypeDecl{}
 
 	for _, m := range pyImport().FindAllStringSubmatchIndex(text, -1) {
 		for _, mod := range splitList(strings.TrimRight(text[m[2]:m[3]], "\\ \t")) {
@@ -45,14 +46,14 @@ func scanPython(src []byte) *Symbols {
 		name   string
 		indent int
 	}
-	var classes []class // open classes, by indentation
-	var public []string
+	var classes []class  // open classes, by indentation
+	var public exportSet // top-level names, with the line defining each
 	events := map[int]func(){}
 	for _, m := range pyClass().FindAllStringSubmatchIndex(text, -1) {
 		name, indent := text[m[4]:m[5]], m[3]-m[2]
 		types = append(types, TypeDecl{Name: name, Kind: "class", Line: at(m[0])})
 		if indent == 0 {
-			public = append(public, name)
+			public.add(name, at(m[0]))
 		}
 		events[m[0]] = func() { classes = append(classes, class{name, indent}) }
 	}
@@ -64,7 +65,7 @@ func scanPython(src []byte) *Symbols {
 			}
 			name := text[m[4]:m[5]]
 			if indent == 0 {
-				public = append(public, name)
+				public.add(name, at(m[0]))
 			} else if len(classes) > 0 {
 				name = classes[len(classes)-1].name + "." + name
 			}
@@ -75,46 +76,78 @@ func scanPython(src []byte) *Symbols {
 		events[off]()
 	}
 	for _, m := range pyAssign().FindAllStringSubmatchIndex(text, -1) {
-		public = append(public, text[m[2]:m[3]])
+		public.add(text[m[2]:m[3]], at(m[0]))
 	}
-	if m := pyAll().FindStringSubmatch(text); m != nil {
-		for _, q := range pyStrQuote().FindAllStringSubmatch(m[1], -1) {
-			exports = append(exports, q[1])
+	var exports exportSet
+	if m := pyAll().FindStringSubmatchIndex(text); m != nil {
+		for _, q := range pyStrQuote().FindAllStringSubmatch(text[m[2]:m[3]], -1) {
+			line, defined := public.lines[q[1]]
+			if !defined {
+				line = at(m[0]) // only listed: cite __all__
+			}
+			exports.add(q[1], line)
 		}
 	} else {
-		for _, name := range public {
+		for _, name := range public.names {
 			if !strings.HasPrefix(name, "_") {
-				exports = append(exports, name)
+				exports.add(name, public.lines[name])
 			}
 		}
 	}
-	exports = dedupe(exports)
 	sortByLine(imports, func(i Import) int { return i.Line })
-	return &Symbols{Exports: &exports, Imports: &imports, Functions: &funcs, Types: &types}
+	syms := &Symbols{Imports: &imports, Functions: &funcs, Types: &types}
+	exports.into(syms)
+	return syms
 }
 
-// blankPythonComments blanks # comments outside strings, keeping newlines.
-func blankPythonComments(src []byte) []byte {
+// blankPython blanks # comments and the inside of triple-quoted strings
+// (docstrings and the code examples they hold), keeping newlines, so only
+// code is read as code. One-line strings stay: __all__ lists names in them.
+func blankPython(src []byte) []byte {
 	out := []byte(string(src))
-	var quote byte
-	for i := 0; i < len(out); i++ {
-		c := out[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote || c == '\n' {
-				quote = 0
+	blank := func(from, to int) {
+		for ; from < to; from++ {
+			if out[from] != '\n' {
+				out[from] = ' '
 			}
-		case c == '"' || c == '\'':
-			quote = c
+		}
+	}
+	for i := 0; i < len(out); i++ {
+		switch c := out[i]; {
 		case c == '#':
-			for ; i < len(out) && out[i] != '\n'; i++ {
-				out[i] = ' '
+			end := bytes.IndexByte(out[i:], '\n')
+			if end < 0 {
+				end = len(out) - i
+			}
+			blank(i, i+end)
+			i += end
+		case (c == '"' || c == '\'') && bytes.HasPrefix(out[i:], []byte{c, c, c}):
+			end := closingTriple(out, i+3, c)
+			blank(i+3, end)
+			i = min(end+2, len(out))
+		case c == '"' || c == '\'':
+			for i++; i < len(out) && out[i] != c && out[i] != '\n'; i++ {
+				if out[i] == '\\' {
+					i++
+				}
 			}
 		}
 	}
 	return out
+}
+
+// closingTriple is the offset of the three quotes closing a triple-quoted
+// string whose text starts at from (the end of src if it never closes).
+func closingTriple(src []byte, from int, quote byte) int {
+	for i := from; i < len(src); i++ {
+		switch {
+		case src[i] == '\\':
+			i++
+		case bytes.HasPrefix(src[i:], []byte{quote, quote, quote}):
+			return i
+		}
+	}
+	return len(src)
 }
 
 func sortedOffsets(m map[int]func()) []int {

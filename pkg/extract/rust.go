@@ -19,7 +19,8 @@ func scanRust(src []byte) *Symbols {
 	code := blankComments(src, false)
 	text := string(code)
 	at := func(off int) int { return lineAt(code, off) }
-	exports, imports, funcs, types := []string{}, []Import{}, []Function{}, []TypeDecl{}
+	var exports exportSet
+	imports, funcs, types := []Import{}, []Function{}, []TypeDecl{}
 	public := func(m []int) bool { return m[2] >= 0 && strings.TrimSpace(text[m[2]:m[3]]) == "pub" }
 
 	for _, m := range rsUse().FindAllStringSubmatchIndex(text, -1) {
@@ -39,7 +40,7 @@ func scanRust(src []byte) *Symbols {
 					it = as
 				}
 				if it != "*" && it != "self" {
-					exports = append(exports, it)
+					exports.add(it, at(m[0]))
 				}
 			}
 		}
@@ -52,20 +53,21 @@ func scanRust(src []byte) *Symbols {
 		name := text[m[4]:m[5]]
 		funcs = append(funcs, Function{Name: name, Line: at(m[0]), Params: splitList(text[m[6]:m[7]])})
 		if public(m) {
-			exports = append(exports, name)
+			exports.add(name, at(m[0]))
 		}
 	}
 	for _, m := range rsType().FindAllStringSubmatchIndex(text, -1) {
 		name := text[m[6]:m[7]]
 		types = append(types, TypeDecl{Name: name, Kind: text[m[4]:m[5]], Line: at(m[0])})
 		if public(m) {
-			exports = append(exports, name)
+			exports.add(name, at(m[0]))
 		}
 	}
-	for _, m := range rsItem().FindAllStringSubmatch(text, -1) {
-		exports = append(exports, m[1])
+	for _, m := range rsItem().FindAllStringSubmatchIndex(text, -1) {
+		exports.add(text[m[2]:m[3]], at(m[0]))
 	}
-	exports = dedupe(exports)
 	sortByLine(imports, func(i Import) int { return i.Line })
-	return &Symbols{Exports: &exports, Imports: &imports, Functions: &funcs, Types: &types}
+	s := &Symbols{Imports: &imports, Functions: &funcs, Types: &types}
+	exports.into(s)
+	return s
 }

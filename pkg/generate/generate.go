@@ -42,6 +42,7 @@ type Input struct {
 	Force         bool           `json:"force,omitempty" jsonschema:"overwrite output_path if it exists"`
 	Root          string         `json:"root,omitempty" jsonschema:"the project root: .lm/templates and output_path resolve under it (default: the current directory)"`
 	List          bool           `json:"list,omitempty" jsonschema:"list the templates there are, with their origin and variables, in data.templates instead of rendering one"`
+	envelope.Request
 }
 
 // RefineSchema lists the task types.
@@ -53,6 +54,9 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 
 // Validate checks that the template comes from exactly one place.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	if in.List {
 		if in.Template != "" || in.TemplateFile != "" || in.OutputPath != "" {
 			return op.Errorf(op.KindInvalid, "list takes no template and no output_path: it lists the templates there are")
@@ -92,11 +96,15 @@ type Output = envelope.Result[Data]
 // Generate renders the template and, with output_path, writes the file.
 func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if in.List {
-		l, err := List(ctx, env, ListInput{Root: in.Root})
+		templates, err := catalogue(env, in.Root)
 		if err != nil {
 			return Output{}, err
 		}
-		return envelope.OK(Data{Unused: []string{}, Templates: l.Templates}, 0), nil
+		d := Data{Unused: []string{}, Templates: templates}
+		if err := in.Conform(d); err != nil {
+			return Output{}, err
+		}
+		return envelope.OK(d, 0), nil
 	}
 	root, err := extract.NewRoot(in.Root, false)
 	if err != nil {
@@ -131,11 +139,22 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if err := ctx.Err(); err != nil {
 			return Output{}, err
 		}
+		// the answer as it will be is checked before the file is written
+		written := d
+		written.Written, written.Path = true, filepath.Join(root.Dir, in.OutputPath)
+		if filepath.IsAbs(in.OutputPath) {
+			written.Path = filepath.Clean(in.OutputPath)
+		}
+		if err := in.Conform(written); err != nil {
+			return Output{}, err
+		}
 		path, err := writeFile(root, in.OutputPath, []byte(d.Content), in.Force)
 		if err != nil {
 			return Output{}, err
 		}
 		d.Written, d.Path = true, path
+	} else if err := in.Conform(d); err != nil {
+		return Output{}, err
 	}
 	return envelope.OK(d, read), nil
 }
@@ -359,22 +378,24 @@ type Listed struct {
 	Error       string   `json:"error,omitempty" jsonschema:"why the template cannot be used"`
 }
 
-// ListOutput is generate_list's answer.
-type ListOutput struct {
-	Templates []Listed `json:"templates"`
+// List is generate_list (lm generate list): the same answer as
+// local_generate with list (lm generate --list), the templates in
+// data.templates, so both spellings give one shape.
+func List(ctx context.Context, env *op.Env, in ListInput) (Output, error) {
+	return Generate(ctx, env, Input{List: true, Root: in.Root})
 }
 
-// List shows every template by name with its origin and variables.
-func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
-	root, err := extract.NewRoot(in.Root, false)
+// catalogue is every template by name with its origin and variables.
+func catalogue(env *op.Env, rootDir string) ([]Listed, error) {
+	root, err := extract.NewRoot(rootDir, false)
 	if err != nil {
-		return ListOutput{}, err
+		return nil, err
 	}
 	all, err := newCatalog(root.Dir, env.Home).All()
 	if err != nil {
-		return ListOutput{}, err
+		return nil, err
 	}
-	out := ListOutput{Templates: []Listed{}}
+	templates := []Listed{}
 	for _, s := range all {
 		l := Listed{Source: s, Variables: []string{}}
 		if t, _, err := s.Load(); err != nil {
@@ -382,7 +403,7 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 		} else {
 			l.Description, l.Variables = t.Description, t.Variables()
 		}
-		out.Templates = append(out.Templates, l)
+		templates = append(templates, l)
 	}
-	return out, nil
+	return templates, nil
 }

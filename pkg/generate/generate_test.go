@@ -62,7 +62,7 @@ func TestTemplateSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, l := range list.Templates {
+	for _, l := range list.Data.Templates {
 		got = append(got, l.Name+":"+l.Origin+":"+strings.Join(l.Variables, ","))
 	}
 	if len(got) != 5 || got[0] != "greet:project:who" || got[3] != "summary:home:who" || !strings.HasPrefix(got[1], "plan:builtin:depends_on,") {

@@ -28,10 +28,11 @@ func Ops() []op.Operation {
 		}, Generate),
 		op.New(op.Meta{
 			Name: "generate_list", Path: []string{"generate", "list"},
-			Callers:  op.Agents,
-			Summary:  "List the templates lm generate knows, with their origin and variables",
-			Examples: "lm generate list --jq '.templates[] | \"\\(.name)\\t\\(.variables | join(\", \"))\"' -r",
-			Effect:   op.ReadOnly, Idempotent: true,
+			Callers:     op.Agents,
+			Summary:     "List the templates lm generate knows, with their origin and variables",
+			Description: "The same answer as lm generate --list: spec 001's envelope with the templates in data.templates.",
+			Examples:    "lm generate list -r --jq '.data.templates[] | \"\\(.name)\\t\\(.variables | join(\", \"))\"'",
+			Effect:      op.ReadOnly, Idempotent: true,
 		}, List),
 	}
 }

@@ -29,6 +29,7 @@ type Input struct {
 	IncludeLockFiles bool     `json:"include_lock_files,omitempty" jsonschema:"diff: keep lock files (package-lock.json, go.sum, …), which are left out by default"`
 	Root             string   `json:"root,omitempty" jsonschema:"a directory inside the repository (default: the current directory)"`
 	Options          *Options `json:"options,omitempty" jsonschema:"spec 001's nested form of paths, limit and format"`
+	envelope.Request
 }
 
 // Options is spec 001's nested options object.
@@ -54,6 +55,9 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 
 // Validate merges the nested options and fills in defaults.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	in.TaskType = taskNames[in.TaskType]
 	if o := in.Options; o != nil {
 		in.Paths = append(in.Paths, o.Paths...)
@@ -200,6 +204,9 @@ func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		read, err = r.changedFiles(ctx, in, specs, &d)
 	}
 	if err != nil {
+		return Output{}, err
+	}
+	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
 	return envelope.OK(d, int64(read)), nil

@@ -10,6 +10,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	bolt "go.etcd.io/bbolt"
 
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
 	"lmtool.dev/lm/pkg/tasks"
@@ -37,6 +38,21 @@ type StartInput struct {
 type StartOutput struct {
 	Job    Job    `json:"job"`
 	Output *Chunk `json:"output,omitempty"`
+
+	waited bool // --wait or --follow: the exit status is the job's
+}
+
+// ExitCode is 0 for a job started in the background; after --wait or
+// --follow it is the job's own exit status (see Job.ExitStatus), or 7 when
+// the wait ended with the job still running.
+func (s StartOutput) ExitCode() int {
+	switch {
+	case !s.waited:
+		return 0
+	case !s.Job.Terminal():
+		return op.KindTimeout.ExitCode()
+	}
+	return s.Job.ExitStatus()
 }
 
 // StartCommand starts a job from a task name or a command. A command after
@@ -68,15 +84,18 @@ func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput,
 		if err := tasks.PersonMayRun(env.Home, t); err != nil {
 			return StartOutput{}, err
 		}
+		if !t.RunnerAvailable {
+			return StartOutput{}, tasks.RunnerMissing(t)
+		}
 		spec.Task, spec.Argv = t.Name, t.WithArgs(args)
 	}
 	if spec.Dir, err = workDir(root, in.Cwd); err != nil {
 		return StartOutput{}, err
 	}
-	if spec.TTL, err = duration("ttl", in.TTL, DefaultTTL); err != nil {
+	if spec.TTL, err = duration.Field("ttl", in.TTL, DefaultTTL); err != nil {
 		return StartOutput{}, err
 	}
-	wait, err := duration("wait", in.Wait, 0)
+	wait, err := duration.Field("wait", in.Wait, 0)
 	if err != nil {
 		return StartOutput{}, err
 	}
@@ -93,9 +112,11 @@ func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput,
 			return StartOutput{}, err
 		}
 		j, err = load(ctx, env, j.ID)
-		return StartOutput{Job: j}, err
+		return StartOutput{Job: j, waited: true}, err
 	}
-	return finishWithin(ctx, env, j, wait)
+	out, err := finishWithin(ctx, env, j, wait)
+	out.waited = wait > 0
+	return out, err
 }
 
 // finishWithin waits up to wait for the job to end; if it does, the result
@@ -119,20 +140,27 @@ func finishWithin(ctx context.Context, env *op.Env, j Job, wait time.Duration) (
 	return StartOutput{Job: j, Output: &c}, nil
 }
 
-func duration(field, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, op.Errorf(op.KindInvalid, "%s %q is not a duration", field, s).WithHint("e.g. 30s, 5m, 1h30m")
-	}
-	return d, nil
-}
-
 // IDInput names a job.
 type IDInput struct {
-	ID string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	ID    string `json:"id,omitempty" jsonschema:"the job id (or a unique prefix)"`
+	JobID string `json:"job_id,omitempty" jsonschema:"the same as id, as run_task and job records spell it"`
+}
+
+// Validate takes the job from id or job_id.
+func (in *IDInput) Validate() error { return oneID(&in.ID, in.JobID) }
+
+// oneID settles which job a call names: id, or job_id, its spelling in
+// run_task and in every job record, so an agent may pass back what it got.
+func oneID(id *string, jobID string) error {
+	switch {
+	case *id == "" && jobID == "":
+		return op.Errorf(op.KindInvalid, "name the job: id (or job_id)")
+	case *id != "" && jobID != "" && *id != jobID:
+		return op.Errorf(op.KindInvalid, "id %q and job_id %q name different jobs: give one", *id, jobID)
+	case *id == "":
+		*id = jobID
+	}
+	return nil
 }
 
 // StatusOutput is one job.
@@ -178,12 +206,16 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 
 // LogsInput is a read of a job's output.
 type LogsInput struct {
-	ID       string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	ID       string `json:"id,omitempty" jsonschema:"the job id (or a unique prefix)"`
+	JobID    string `json:"job_id,omitempty" jsonschema:"the same as id"`
 	From     uint64 `json:"from,omitempty" jsonschema:"the cursor to read from: 0, or the to of the previous read"`
 	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"most bytes to return (default 65536)"`
 	Wait     string `json:"wait,omitempty" jsonschema:"when nothing new is there yet, wait up to this long for output or the job's end"`
 	Follow   bool   `json:"follow,omitempty" jsonschema:"print chunks as JSON Lines until the job ends (CLI)"`
 }
+
+// Validate takes the job from id or job_id.
+func (in *LogsInput) Validate() error { return oneID(&in.ID, in.JobID) }
 
 // LogsOutput is a chunk of output and where to continue.
 type LogsOutput struct {
@@ -205,7 +237,7 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 		}
 		return follow(ctx, env, j.ID, in.From, env.Emit)
 	}
-	wait, err := duration("wait", in.Wait, 0)
+	wait, err := duration.Field("wait", in.Wait, 0)
 	if err != nil {
 		return LogsOutput{}, err
 	}
@@ -345,9 +377,13 @@ func (s *supervisorWatch) stop() {
 
 // WaitInput names a job and how long to wait for its end.
 type WaitInput struct {
-	ID      string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	ID      string `json:"id,omitempty" jsonschema:"the job id (or a unique prefix)"`
+	JobID   string `json:"job_id,omitempty" jsonschema:"the same as id"`
 	Timeout string `json:"timeout,omitempty" jsonschema:"give up after this long (default: wait as long as it runs)"`
 }
+
+// Validate takes the job from id or job_id.
+func (in *WaitInput) Validate() error { return oneID(&in.ID, in.JobID) }
 
 // WaitOutput is the job when the wait ended.
 type WaitOutput struct {
@@ -355,17 +391,19 @@ type WaitOutput struct {
 	TimedOut bool `json:"timed_out"`
 }
 
-// ExitCode is 7 when the job was still running at the timeout.
+// ExitCode is the job's own exit status (see Job.ExitStatus), as with
+// `timeout` and the shell's `wait`, or 7 when it was still running at the
+// timeout.
 func (w WaitOutput) ExitCode() int {
 	if w.TimedOut {
 		return op.KindTimeout.ExitCode()
 	}
-	return 0
+	return w.Job.ExitStatus()
 }
 
 // Wait blocks until a job ends.
 func Wait(ctx context.Context, env *op.Env, in WaitInput) (WaitOutput, error) {
-	timeout, err := duration("timeout", in.Timeout, 100*365*24*time.Hour)
+	timeout, err := duration.Field("timeout", in.Timeout, 100*365*24*time.Hour)
 	if err != nil {
 		return WaitOutput{}, err
 	}
@@ -375,14 +413,18 @@ func Wait(ctx context.Context, env *op.Env, in WaitInput) (WaitOutput, error) {
 
 // StopInput names a job and its grace period.
 type StopInput struct {
-	ID    string `json:"id" jsonschema:"the job id (or a unique prefix)"`
+	ID    string `json:"id,omitempty" jsonschema:"the job id (or a unique prefix)"`
+	JobID string `json:"job_id,omitempty" jsonschema:"the same as id, as run_task spells it"`
 	Grace string `json:"grace,omitempty" jsonschema:"time between SIGTERM and SIGKILL (default 5s)"`
 }
+
+// Validate takes the job from id or job_id.
+func (in *StopInput) Validate() error { return oneID(&in.ID, in.JobID) }
 
 // Stop ends a job: SIGTERM to its whole process group, SIGKILL after the
 // grace period. A queued job is stopped without running.
 func Stop(ctx context.Context, env *op.Env, in StopInput) (StatusOutput, error) {
-	grace, err := duration("grace", in.Grace, DefaultGrace)
+	grace, err := duration.Field("grace", in.Grace, DefaultGrace)
 	if err != nil {
 		return StatusOutput{}, err
 	}
@@ -423,7 +465,7 @@ func stop(ctx context.Context, env *op.Env, id string, grace time.Duration) (Job
 
 // PruneInput selects finished jobs to delete.
 type PruneInput struct {
-	OlderThan string `json:"older_than,omitempty" jsonschema:"only jobs that finished longer ago than this (e.g. 24h)"`
+	OlderThan string `json:"older_than,omitempty" jsonschema:"only jobs that finished longer ago than this duration (e.g. 36h, 7d, 2w)"`
 }
 
 // PruneOutput lists what was deleted.
@@ -433,7 +475,7 @@ type PruneOutput struct {
 
 // Prune deletes finished jobs and their output.
 func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error) {
-	age, err := duration("older_than", in.OlderThan, 0)
+	age, err := duration.Field("older_than", in.OlderThan, 0)
 	if err != nil {
 		return PruneOutput{}, err
 	}

@@ -64,6 +64,28 @@ type Job struct {
 // Terminal reports whether the job has ended.
 func (j Job) Terminal() bool { return j.State == Exited || j.State == Failed || j.State == Stopped }
 
+// ExitStatus is the job's status as a shell reports a command's: its exit
+// code, 128+N when signal N ended it, 143 (128+SIGTERM) when it was stopped
+// before it ran, and 1 when it could not start. A job still running has
+// none yet: 0.
+func (j Job) ExitStatus() int {
+	switch {
+	case !j.Terminal() || j.State == Exited:
+		return 0
+	case j.ExitCode != nil:
+		return *j.ExitCode
+	case j.Signal != "":
+		for n := syscall.Signal(1); n < 65; n++ {
+			if n.String() == j.Signal {
+				return 128 + int(n)
+			}
+		}
+	case j.State == Stopped:
+		return 128 + int(syscall.SIGTERM)
+	}
+	return 1
+}
+
 // dir is where a job's files live.
 func jobDir(home, id string) string  { return filepath.Join(home, "jobs", id) }
 func logPath(home, id string) string { return filepath.Join(jobDir(home, id), "output.ring") }

@@ -16,7 +16,8 @@ func Ops() []op.Operation {
 			Description: "The words after -- alone are a command, run as is without a shell. Otherwise the first word names a task when the project defines one " +
 				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. " +
 				"The job is owned by its own supervisor process and outlives lm. Beyond max_running running jobs (default 8; [jobs] max_running in $LM_HOME/config.toml, or LM_JOBS_MAX_RUNNING) it waits queued. " +
-				"With --wait it returns as soon as the job ends, with its exit code and the tail of its output. A task the human allowlist denies is refused. " +
+				"With --wait it returns as soon as the job ends, with the tail of its output, and exits with the job's own status as lm jobs wait does " +
+				"(7 when the wait ended first; without --wait, 0 once the job is started). A task the human allowlist denies is refused (exit 5), one whose runner is not installed too (exit 6). " +
 				"Not available over MCP: agents use run_task, which checks the MCP allowlist.",
 			Examples: "lm jobs start test --wait 2m\nlm jobs start test -- -run TestX\nlm jobs start -r --jq .job.job_id -- npm run dev --port 5173\nlm jobs start --pty --follow -- ./interactive.sh",
 			Args:     []string{"command"}, Trailing: "argv",
@@ -33,7 +34,8 @@ func Ops() []op.Operation {
 			Name: "jobs_status", Path: []string{"jobs", "status"},
 			Callers: op.Agents,
 			Summary: "Show a job's state, times, exit code and output size", Args: []string{"id"},
-			Effect: op.ReadOnly, Idempotent: true,
+			Description: "The job is id (a positional argument on the CLI) or job_id, as run_task spells it.",
+			Effect:      op.ReadOnly, Idempotent: true,
 		}, Status),
 		op.New(op.Meta{
 			Name: "jobs_logs", Path: []string{"jobs", "logs"},
@@ -49,23 +51,27 @@ func Ops() []op.Operation {
 		}, Logs),
 		op.New(op.Meta{
 			Name: "jobs_wait", Path: []string{"jobs", "wait"},
-			Callers:     op.Agents,
-			Summary:     "Wait until a job ends",
-			Description: "Exits 0 when the job has ended (see exit_code and state), 7 when --timeout passed first.",
-			Args:        []string{"id"},
-			Effect:      op.ReadOnly, Idempotent: true,
+			Callers: op.Agents,
+			Summary: "Wait until a job ends",
+			Description: "Exits with the job's own status, as timeout(1) and the shell's wait do: its exit code, 128+N when signal N ended it " +
+				"(143 after lm jobs stop or its TTL), 1 when it could not start; 7 when --timeout passed first (the job runs on). The output says the same in job.state and job.exit_code.",
+			Args:   []string{"id"},
+			Effect: op.ReadOnly, Idempotent: true,
 		}, Wait),
 		op.New(op.Meta{
 			Name: "jobs_stop", Path: []string{"jobs", "stop"},
 			Callers: op.Agents,
 			Summary: "Stop a job: SIGTERM to its process group, SIGKILL after the grace period", Args: []string{"id"},
-			Effect: op.Destructive, Idempotent: true,
+			Description: "The job is id (a positional argument on the CLI) or job_id, as run_task spells it.",
+			Effect:      op.Destructive, Idempotent: true,
 		}, Stop),
 		op.New(op.Meta{
 			Name: "jobs_prune", Path: []string{"jobs", "prune"},
-			Callers: op.PersonOnly,
-			Summary: "Delete finished jobs and their output",
-			Effect:  op.Destructive, Idempotent: true, CLIOnly: true,
+			Callers:     op.PersonOnly,
+			Summary:     "Delete finished jobs and their output",
+			Description: "--older-than takes the durations every lm field does: 90s, 30m, 36h, 7d, 2w.",
+			Examples:    "lm jobs prune --older-than 7d",
+			Effect:      op.Destructive, Idempotent: true, CLIOnly: true,
 		}, Prune),
 		op.New(op.Meta{
 			Name: "jobs_supervise", Path: []string{"jobs", "supervise"},

@@ -115,6 +115,9 @@ func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, 
 	if !allow.Allows(t) {
 		return Job{}, nil, notAllowlisted{t}
 	}
+	if !t.RunnerAvailable {
+		return Job{}, nil, tasks.RunnerMissing(t)
+	}
 	spec := Spec{Task: t.Name, Argv: t.WithArgs(in.Args), TTL: DefaultTTL}
 	if spec.Dir, err = workDir(root, in.Cwd); err != nil {
 		return Job{}, nil, err

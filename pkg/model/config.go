@@ -2,10 +2,13 @@ package model
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"lmtool.dev/lm/pkg/config"
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -16,7 +19,9 @@ const (
 )
 
 // Config is the [model] table of $LM_HOME/config.toml, after the
-// environment's overrides (LM_MODEL_PROVIDER, LM_MODEL_URL, LM_MODEL).
+// environment's overrides (LM_MODEL_PROVIDER, LM_MODEL_URL, LM_MODEL) and
+// Ollama's own variables where those leave a gap (OLLAMA_MODEL,
+// OLLAMA_HOST).
 // The model is off until a model name is set.
 type Config struct {
 	Provider            string   `toml:"provider"`
@@ -42,14 +47,14 @@ const (
 	DefaultConfidenceThreshold = 0.7
 )
 
-// Duration is a time.Duration written as a Go duration string ("30s").
+// Duration is a time.Duration written as lm writes durations ("30s", "2m").
 type Duration time.Duration
 
 // UnmarshalText parses "30s", "2m", "1500ms".
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := duration.Parse(string(b))
 	if err != nil {
-		return fmt.Errorf("timeout %q: want a duration such as \"30s\"", b)
+		return fmt.Errorf("timeout %q: want %s", b, duration.Forms)
 	}
 	*d = Duration(v)
 	return nil
@@ -84,11 +89,65 @@ func Load(home string, lookupEnv func(string) (string, bool)) (Config, error) {
 		}
 	}
 	cfg.APIKey, _ = lookupEnv("LM_MODEL_API_KEY")
+	cfg.applyOllamaEnv(lookupEnv)
 	cfg.applyDefaults()
 	if err := cfg.check(); err != nil {
 		return cfg, op.Errorf(op.KindInvalid, "model settings (%s): %v", cfg.Source, err)
 	}
 	return cfg, nil
+}
+
+// applyOllamaEnv falls back on Ollama's own variables, read after lm's
+// settings and only where those leave a gap: OLLAMA_MODEL (used by
+// Ollama-based tools) names the model, OLLAMA_HOST the server, as the
+// ollama command reads it.
+func (c *Config) applyOllamaEnv(lookupEnv func(string) (string, bool)) {
+	if v, ok := lookupEnv("OLLAMA_MODEL"); ok && c.Model == "" && strings.TrimSpace(v) != "" {
+		c.Model = strings.TrimSpace(v)
+		c.Source += " and OLLAMA_MODEL"
+	}
+	if v, ok := lookupEnv("OLLAMA_HOST"); ok && c.URL == "" && c.Provider == Ollama && strings.TrimSpace(v) != "" {
+		c.URL = ollamaHost(v)
+		c.Source += " and OLLAMA_HOST"
+	}
+}
+
+// ollamaHost reads OLLAMA_HOST as Ollama does: [scheme://]host[:port][/path],
+// the scheme http by default, the port 11434 without a scheme (80 or 443
+// with one), the host 127.0.0.1 when only a port is given.
+func ollamaHost(s string) string {
+	s = strings.Trim(strings.TrimSpace(s), `"'`)
+	port := "11434"
+	scheme, hostport, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
+		scheme, hostport = "http", s
+	case scheme == "http":
+		port = "80"
+	case scheme == "https":
+		port = "443"
+	}
+	hostport, path, _ := strings.Cut(hostport, "/")
+	host, p, err := net.SplitHostPort(hostport)
+	switch {
+	case err != nil:
+		host = "127.0.0.1"
+		if ip := net.ParseIP(strings.Trim(hostport, "[]")); ip != nil {
+			host = ip.String()
+		} else if hostport != "" {
+			host = hostport
+		}
+	case p != "":
+		port = p
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port)}
+	if path != "" {
+		u.Path = "/" + path
+	}
+	return u.String()
 }
 
 // applyDefaults fills in what depends on other settings.

@@ -90,7 +90,7 @@ type reply struct {
 func New(cfg Config) (*Client, error) {
 	if !cfg.Enabled() {
 		return nil, op.Errorf(op.KindUnavailable, "no model is configured").WithCategory(CategoryNotConfigured).
-			WithHint("set model (and provider, url) in the [model] table of %s, or LM_MODEL", cfg.Source)
+			WithHint("set model (and provider, url) in the [model] table of %s, or LM_MODEL (OLLAMA_MODEL is read last)", cfg.Source)
 	}
 	c := &Client{cfg: cfg, http: &http.Client{}}
 	switch cfg.Provider {

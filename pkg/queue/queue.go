@@ -2,13 +2,13 @@ package queue
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	bolt "go.etcd.io/bbolt"
 
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -376,7 +376,7 @@ func (in *PruneInput) Validate() error {
 		return op.Errorf(op.KindInvalid, "prune deletes consumed instructions only and needs --consumed to say so")
 	}
 	if in.OlderThan != "" {
-		if _, err := ParseDuration(in.OlderThan); err != nil {
+		if _, err := duration.Field("older_than", in.OlderThan, 0); err != nil {
 			return err
 		}
 	}
@@ -394,7 +394,7 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 	var out PruneOutput
 	var age time.Duration
 	if in.OlderThan != "" {
-		age, _ = ParseDuration(in.OlderThan)
+		age, _ = duration.Parse(in.OlderThan)
 	}
 	err := update(ctx, env, func(t *tx) error {
 		out = PruneOutput{}
@@ -419,27 +419,6 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 		return nil
 	})
 	return out, err
-}
-
-// ParseDuration accepts Go durations plus days (d) and weeks (w).
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	for _, unit := range []struct {
-		suffix string
-		d      time.Duration
-	}{{"d", 24 * time.Hour}, {"w", 7 * 24 * time.Hour}} {
-		if n, ok := strings.CutSuffix(s, unit.suffix); ok {
-			var v float64
-			if _, err := fmt.Sscanf(n, "%g", &v); err == nil && v >= 0 {
-				return time.Duration(v * float64(unit.d)), nil
-			}
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, op.Errorf(op.KindInvalid, "invalid duration %q", s).WithHint("use a number with a unit: 90s, 30m, 36h, 7d, 2w")
-	}
-	return d, nil
 }
 
 func deref(s *string) string {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -69,6 +70,22 @@ type Server struct {
 	Timeout             float64             `json:"timeout,omitempty"`
 	Tools               *ToolFilter         `json:"tools,omitempty"`
 	CacheTools          map[string][]string `json:"cache_tools,omitempty"`
+	// CacheResources are the resource URIs (or path.Match patterns such
+	// as file:///docs/*) whose reads the gateway may cache. None by
+	// default: a resource may change on every read, and nothing in the
+	// protocol says which do not.
+	CacheResources []string `json:"cache_resources,omitempty"`
+}
+
+// CachesResource reports whether reads of uri may be served from the
+// cache.
+func (s *Server) CachesResource(uri string) bool {
+	for _, p := range s.CacheResources {
+		if ok, _ := path.Match(p, uri); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ToolFilter limits which of a server's tools the gateway exposes. Entries
@@ -239,7 +256,7 @@ func Update(home string, change func(*Config) error) (*Config, error) {
 
 // serverFields are the accepted per-server fields; "type" is the name
 // Claude Code and VS Code use for transport.
-var serverFields = []string{"args", "auto_start", "cache_tools", "command", "description", "enabled", "env", "headers",
+var serverFields = []string{"args", "auto_start", "cache_resources", "cache_tools", "command", "description", "enabled", "env", "headers",
 	"health_check_interval", "max_restarts", "package", "restart_delay", "restart_on_failure", "timeout", "tools",
 	"transport", "type", "url"}
 
@@ -429,6 +446,11 @@ func (c *Config) Validate(file string) error {
 				if _, err := filepath.Match(p, ""); err != nil {
 					return bad(".tools", fmt.Sprintf("%q is not a valid pattern", p), "tool names or shell patterns such as read_*")
 				}
+			}
+		}
+		for _, p := range s.CacheResources {
+			if _, err := path.Match(p, ""); err != nil {
+				return bad(".cache_resources", fmt.Sprintf("%q is not a valid pattern", p), "resource URIs or patterns such as file:///docs/*")
 			}
 		}
 		for _, v := range s.texts() {

@@ -117,3 +117,17 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRefusesABadResourcePattern(t *testing.T) {
+	_, err := Parse("x.json", []byte(`{"mcpServers": {"a": {"command": "x", "cache_resources": ["file:///["]}}}`))
+	if err == nil || !strings.Contains(err.Error(), "cache_resources") || !strings.Contains(err.Error(), "not a valid pattern") {
+		t.Fatalf("a bad cache_resources pattern: %v", err)
+	}
+	cfg, err := Parse("x.json", []byte(`{"mcpServers": {"a": {"command": "x", "cache_resources": ["file:///docs/*"]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Servers["a"]; !a.CachesResource("file:///docs/a.md") || a.CachesResource("file:///docs/sub/a.md") || a.CachesResource("demo://x") {
+		t.Fatalf("cache_resources matching: %+v", a.CacheResources)
+	}
+}

@@ -155,10 +155,16 @@ func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
 		}
 		return RunOutput{Status: exit.ExitCode()}, nil
 	case errors.Is(err, exec.ErrNotFound):
-		return RunOutput{}, op.Errorf(op.KindUnavailable, "task %s needs %s, which is not installed", t.Name, argv[0]).
-			WithCategory("runner_unavailable")
+		return RunOutput{}, RunnerMissing(t)
 	}
 	return RunOutput{}, op.Errorf(op.KindInternal, "run %s: %w", t.Name, err)
+}
+
+// RunnerMissing is the error for running a task whose runner is not
+// installed (exit 6): the same for lm tasks run and lm jobs start.
+func RunnerMissing(t Task) error {
+	return op.Errorf(op.KindUnavailable, "task %s needs %s, which is not installed", t.Name, t.Argv[0]).
+		WithCategory("runner_unavailable")
 }
 
 // ReadAllowlistInput picks an allowlist.

@@ -74,6 +74,7 @@ func (j *judge) check(ctx context.Context, c Check, content []byte) (Result, err
 	res, err := j.client.Chat(ctx, model.Request{
 		Messages: []model.Message{{Role: "system", Content: judgeRules}, {Role: "user", Content: prompt(c, content)}},
 		Format:   verdictSchema,
+		Accept:   quotesTheFile(c.File, content),
 	})
 	j.tokens += res.TokensUsed
 	if err != nil {
@@ -90,7 +91,8 @@ func (j *judge) check(ctx context.Context, c Check, content []byte) (Result, err
 		return Result{}, fmt.Errorf("verify: decode the model's verdict: %w", err)
 	}
 	j.confidence = min(j.confidence, v.Confidence)
-	r := Result{Status: v.Status, Evidence: grounded(content, v.Evidence), Confidence: &v.Confidence}
+	evidence, _ := grounded(content, v.Evidence) // Accept made sure it is
+	r := Result{Status: v.Status, Evidence: evidence, Confidence: &v.Confidence}
 	if v.Reason != nil && v.Status == "fail" {
 		r.Reason = *v.Reason
 	}
@@ -131,30 +133,45 @@ func prompt(c Check, content []byte) string {
 	return b.String()
 }
 
+// quotesTheFile rejects a verdict whose evidence is not in the file, so an
+// invented quotation goes back to the model as a correction, and after
+// max_retries is invalid_output, never a verdict. A reply that is not a
+// verdict at all is left for the schema to reject.
+func quotesTheFile(file string, content []byte) func(string) (string, error) {
+	return func(reply string) (string, error) {
+		var v verdict
+		if json.Unmarshal([]byte(reply), &v) != nil {
+			return reply, nil
+		}
+		if _, ok := grounded(content, v.Evidence); !ok {
+			return "", fmt.Errorf("the evidence %q does not occur in %s: quote one line of the file exactly, as \"line N: <code>\", or give \"not found\"", v.Evidence, file)
+		}
+		return reply, nil
+	}
+}
+
 var citation = regexp.MustCompile(`^\s*line (\d+):\s*(.*?)\s*$`)
 
 // grounded replaces the model's quotation with the file's own text, so
 // evidence is never invented: the cited line when it holds the quoted code,
-// else the first line that does; a quotation found nowhere is marked as the
-// model's words.
-func grounded(content []byte, cited string) string {
+// else the first line that does. It reports false for a quotation found
+// nowhere in the file.
+func grounded(content []byte, cited string) (string, bool) {
 	m := citation.FindStringSubmatch(cited)
 	if m == nil {
-		if strings.TrimSpace(cited) == "not found" {
-			return "not found"
-		}
-		return "model: " + cited
+		return "not found", strings.TrimSpace(cited) == "not found"
 	}
 	line, _ := strconv.Atoi(m[1])
 	quote := m[2]
 	lines := bytes.Split(content, []byte{'\n'})
+	if quote == "" {
+		return "", false
+	}
 	if line >= 1 && line <= len(lines) && bytes.Contains(lines[line-1], []byte(quote)) {
-		return lineEvidence(content, line)
+		return lineEvidence(content, line), true
 	}
-	if quote != "" {
-		if at := bytes.Index(content, []byte(quote)); at >= 0 {
-			return evidence(content, at)
-		}
+	if at := bytes.Index(content, []byte(quote)); at >= 0 {
+		return evidence(content, at), true
 	}
-	return "model: " + cited
+	return "", false
 }

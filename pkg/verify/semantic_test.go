@@ -1,13 +1,17 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -40,13 +44,18 @@ func fakeOllama(t *testing.T, verdicts map[string]string) (*httptest.Server, *at
 		if req.Format["type"] != "object" {
 			t.Errorf("no schema in format: %v", req.Format)
 		}
-		id := checkID.FindStringSubmatch(req.Messages[len(req.Messages)-1].Content)
+		id := checkID.FindStringSubmatch(req.Messages[1].Content)
 		if id == nil {
 			t.Errorf("prompt names no check: %q", req.Messages)
 			return
 		}
+		// "ID#N" scripts the answer to the Nth correction of a check.
+		answer, ok := verdicts[fmt.Sprintf("%s#%d", id[1], (len(req.Messages)-2)/2)]
+		if !ok {
+			answer = verdicts[id[1]]
+		}
 		json.NewEncoder(w).Encode(map[string]any{
-			"message": map[string]any{"role": "assistant", "content": verdicts[id[1]]},
+			"message": map[string]any{"role": "assistant", "content": answer},
 			"done":    true, "prompt_eval_count": 100, "eval_count": 20,
 		})
 	}))
@@ -143,12 +152,51 @@ func TestGroundedEvidence(t *testing.T) {
 		"line 2: b := 1":   "line 2: b := 1",
 		"line 1: b := 1":   "line 2: b := 1",
 		"line 40: c":       "line 3: c",
-		"line 2: invented": "model: line 2: invented",
-		"somewhere":        "model: somewhere",
+		"line 2: invented": "",
+		"line 2:":          "",
+		"somewhere":        "",
 		"not found":        "not found",
 	} {
-		if got := grounded(content, cited); got != want {
-			t.Errorf("grounded(%q) = %q, want %q", cited, got, want)
+		got, ok := grounded(content, cited)
+		if ok != (want != "") || (ok && got != want) {
+			t.Errorf("grounded(%q) = %q, %v; want %q", cited, got, ok, want)
 		}
+	}
+}
+
+// Evidence the file does not hold is never a verdict: the model is told
+// what was wrong and asked again, and after max_retries the check is an
+// error invalid_output.
+func TestInventedEvidenceIsRetriedNeverPassed(t *testing.T) {
+	invented := `{"status":"pass","evidence":"line 7: this text is not in the file","reason":null,"confidence":0.95}`
+	s, calls := fakeOllama(t, map[string]string{
+		"S1": invented, // every attempt
+		"S2": invented, "S2#1": `{"status":"pass","evidence":"line 2: persist(() =>","reason":null,"confidence":0.9}`,
+	})
+	var corrections []string
+	s.Config.Handler = func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if i := strings.Index(string(body), "PREVIOUS OUTPUT WAS INVALID"); i >= 0 {
+				corrections = append(corrections, string(body[i:min(len(body), i+200)]))
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+		})
+	}(s.Config.Handler)
+	out := runSemantic(t, s.URL, "qwen2.5-coder:7b", semanticCheck("S1", "the store is persisted"), semanticCheck("S2", "the store is persisted"))
+	r := out.Data.Results
+	if r[0].Status != "error" || r[0].ErrorCategory != "invalid_output" || !strings.Contains(r[0].Reason, "does not occur in store.ts") {
+		t.Errorf("S1 = %+v", r[0])
+	}
+	if r[1].Status != "pass" || r[1].Evidence != "line 2: export const useStore = create(persist(() => ({})));" {
+		t.Errorf("S2 = %+v", r[1])
+	}
+	// S1: the first attempt and max_retries (2) corrections; S2: one correction
+	if calls.Load() != 5 || len(corrections) != 3 || !strings.Contains(corrections[0], "this text is not in the file") {
+		t.Errorf("%d calls, corrections %q", calls.Load(), corrections)
+	}
+	if out.Data.Passed != 1 || out.Data.Errors != 1 || out.ExitCode() != 8 {
+		t.Errorf("counts %+v, exit %d", out.Data, out.ExitCode())
 	}
 }

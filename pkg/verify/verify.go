@@ -31,6 +31,7 @@ type Input struct {
 	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
 	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
 	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty" jsonschema:"check files outside root too"`
+	envelope.Request
 }
 
 // Check is one requirement.
@@ -61,6 +62,9 @@ func (*Input) RefineSchema(s *jsonschema.Schema) {
 // entry, so a malformed checklist is rejected (exit 2) before any file is
 // read.
 func (in *Input) Validate() error {
+	if err := in.CheckSchema(); err != nil {
+		return err
+	}
 	sources := 0
 	for _, set := range []bool{len(in.Checks) > 0, in.ChecksFile != "", strings.TrimSpace(in.Checklist) != ""} {
 		if set {
@@ -211,6 +215,9 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		}
 		d.Results = append(d.Results, r)
 	}
+	if err := in.Conform(d); err != nil {
+		return Output{}, err
+	}
 	out := envelope.OK(d, files.read)
 	if semantic != nil {
 		out.Confidence, out.TokensUsed = semantic.confidence, semantic.tokens
@@ -229,6 +236,7 @@ type fileCache struct {
 }
 
 type cached struct {
+	path    string
 	size    int64 // -1 when the file does not exist (or is outside the root)
 	content []byte
 	err     *Result
@@ -261,7 +269,7 @@ func (fc *fileCache) get(name string) *cached {
 		}
 		return e
 	}
-	e.content = content
+	e.path, e.content = path, content
 	fc.read += int64(len(content))
 	return e
 }
@@ -307,11 +315,10 @@ func (fc *fileCache) check(c Check) Result {
 // symbolCheck judges exports and imports from the file's scanned symbols.
 func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
 	if e.symbols == nil && e.scanErr == nil {
-		lang := extract.LanguageOf(c.File)
-		if lang == "" {
+		if extract.LanguageOf(c.File) == "" {
 			e.scanErr = fmt.Errorf("unsupported language for %s", c.File)
 		} else {
-			e.symbols, e.scanErr = extract.Scan(lang, e.content)
+			e.symbols, _, e.scanErr = fc.root.ScanFile(e.path, e.content)
 		}
 	}
 	if e.scanErr != nil {
@@ -320,7 +327,8 @@ func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
 	v := c.Condition.Value
 	if c.Condition.Type == "exports" {
 		if slices.Contains(*e.symbols.Exports, v) {
-			return Result{Status: "pass", Evidence: declarationEvidence(e.content, v)}
+			// the declaration, or the list or star that exports it
+			return Result{Status: "pass", Evidence: lineEvidence(e.content, e.symbols.ExportLine(v))}
 		}
 		return Result{Status: "fail", Evidence: "not found",
 			Reason: fmt.Sprintf("%s does not export %s (exports: %s)", c.File, v, strings.Join(*e.symbols.Exports, ", "))}
@@ -348,17 +356,4 @@ func lineEvidence(content []byte, line int) string {
 		text = text[:200] + "…"
 	}
 	return fmt.Sprintf("line %d: %s", line, text)
-}
-
-// declarationEvidence points at the first line that mentions an exported
-// name, which is where it is declared or listed for export.
-func declarationEvidence(content []byte, name string) string {
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
-	if name == "default" {
-		re = regexp.MustCompile(`export\s+default|module\.exports\s*=`)
-	}
-	if loc := re.FindIndex(content); loc != nil {
-		return evidence(content, loc[0])
-	}
-	return "exported"
 }

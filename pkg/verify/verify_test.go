@@ -3,7 +3,9 @@ package verify
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lmtool.dev/lm/pkg/extract"
@@ -128,6 +130,43 @@ func TestAllowOutsideRoot(t *testing.T) {
 		want := map[bool]string{false: "error", true: "pass"}[allow]
 		if r := out.Data.Results[0]; r.Status != want {
 			t.Errorf("allow_outside_root %v: %+v", allow, r)
+		}
+	}
+}
+
+// exports checks on code nobody here wrote cite the declaration, not the
+// doc comment above it, and pass on names a barrel re-exports with *.
+func TestExportsOnRealCode(t *testing.T) {
+	gojq, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/itchyny/gojq").Output()
+	if err != nil {
+		t.Fatalf("gojq's source (a dependency, MIT): %v", err)
+	}
+	sdk, _ := filepath.Abs("../../testdata/node/node_modules/@modelcontextprotocol/sdk")
+	if _, err := os.Stat(sdk); err != nil {
+		if os.Getenv("LM_REQUIRE_NODE") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("needs npm ci --prefix testdata/node: %v", err)
+	}
+	for _, tc := range []struct {
+		root, file, name, evidence string
+	}{
+		{strings.TrimSpace(string(gojq)), "compiler.go", "Compile", "line 76: func Compile(q *Query, options ...CompilerOption) (*Code, error) {"},
+		{sdk, "dist/esm/client/index.js", "Client", "line 96: export class Client extends Protocol {"},
+		{sdk, "dist/cjs/client/index.d.ts", "Client", "line 110: export declare class Client<"},
+		{sdk, "dist/esm/experimental/index.js", "TaskSchema", "line 12: export * from './tasks/index.js';"},
+		{sdk, "dist/cjs/experimental/index.js", "InMemoryTaskStore", `line 28: __exportStar(require("./tasks/index.js"), exports);`},
+	} {
+		in := Input{Root: tc.root, Checks: []Check{{ID: tc.name, File: tc.file, Condition: Condition{Type: "exports", Value: tc.name}}}}
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := Verify(context.Background(), &op.Env{}, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := out.Data.Results[0]; r.Status != "pass" || !strings.HasPrefix(r.Evidence, tc.evidence) {
+			t.Errorf("%s exports %s: %+v, want evidence %q", tc.file, tc.name, r, tc.evidence)
 		}
 	}
 }

@@ -72,6 +72,15 @@ func (b *Breaker) Failure() {
 	}
 }
 
+// Configure applies new thresholds, as when the person saves new settings;
+// the breaker's state and count stay, judged by the new threshold from the
+// next failure on.
+func (b *Breaker) Configure(threshold int, recovery time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.threshold, b.recovery = threshold, recovery
+}
+
 // Reset closes the breaker, as when an operator restarts the server.
 func (b *Breaker) Reset() { b.Success() }
 

@@ -125,6 +125,18 @@ func (c *Cache) InvalidatePrefix(server, prefix string) {
 	}
 }
 
+// Resize applies new limits, as when the person saves new settings: entries
+// beyond max go, least recently used first; live ones keep their expiry.
+func (c *Cache) Resize(max int, ttl time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.max, c.ttl = max, ttl
+	for c.order.Len() > c.max {
+		c.remove(c.order.Back())
+		c.stats.Evictions++
+	}
+}
+
 // Clear empties the cache; the counters stay.
 func (c *Cache) Clear() {
 	c.mu.Lock()

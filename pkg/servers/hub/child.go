@@ -19,14 +19,19 @@ import (
 // Supervision timings.
 const (
 	initTimeout         = 30 * time.Second
-	downloadInitTimeout = 3 * time.Minute  // npx/uvx may download first
-	installingAfter     = 2 * time.Second  // a slow npx start is shown as installing
-	stablePeriod        = 60 * time.Second // running this long resets the restart count
+	downloadInitTimeout = 3 * time.Minute // npx/uvx may download first
+	installingAfter     = 2 * time.Second // a slow npx start is shown as installing
 	maxRestartDelay     = 30 * time.Second
 	probeTimeout        = 10 * time.Second
 	degradedAfter       = time.Second // a probe slower than this marks the server degraded
 	listEvery           = 4           // every 4th probe is a tools/list
 )
+
+// stablePeriod is how long a server must run healthy for its crashes to
+// start a new restart budget, as systemd's start-limit interval does:
+// max_restarts bounds a crash loop, not a server's lifetime. Tests shorten
+// it.
+var stablePeriod = 10 * time.Second
 
 // child supervises one configured server: its process (stdio) or
 // connection (http), its one long-lived MCP client session, health probes,
@@ -143,7 +148,9 @@ func (c *child) waitSettled(ctx context.Context) string {
 func (c *child) supervise(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	for {
-		began := time.Now()
+		c.mu.Lock()
+		c.startedAt = time.Time{}
+		c.mu.Unlock()
 		err := c.run(ctx)
 		c.mu.Lock()
 		if ctx.Err() != nil {
@@ -152,7 +159,7 @@ func (c *child) supervise(ctx context.Context, done chan struct{}) {
 			c.mu.Unlock()
 			return
 		}
-		if time.Since(began) > stablePeriod {
+		if !c.startedAt.IsZero() && time.Since(c.startedAt) >= stablePeriod {
 			c.restarts = 0
 		}
 		reason := c.scrub.Scrub(err.Error())

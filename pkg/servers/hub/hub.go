@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,6 +145,7 @@ func (h *Hub) Reload() error {
 	}
 	h.mu.Lock()
 	old := h.children
+	settingsChanged := h.cfg.Settings != cfg.Settings
 	h.cfg, h.children = cfg, map[string]*child{}
 	var stop, restart, start []*child
 	for name, c := range old {
@@ -177,7 +180,16 @@ func (h *Hub) Reload() error {
 			}
 		}
 	}
+	kept := slices.Collect(maps.Values(h.children))
 	h.mu.Unlock()
+	if settingsChanged {
+		// Hub-wide settings apply as they are saved, without a restart.
+		h.cache.Resize(cfg.Settings.CacheSize(), cfg.Settings.TTL())
+		for _, c := range kept {
+			c.breaker.Configure(cfg.Settings.FailureThreshold(), cfg.Settings.RecoveryTimeout())
+		}
+		h.log.Info("servers settings applied", "settings", cfg.Settings)
+	}
 	for _, c := range stop {
 		c.stop()
 	}
@@ -192,8 +204,11 @@ func (h *Hub) Reload() error {
 	return nil
 }
 
+// sameConfig compares two entries by value: optional settings are
+// pointers, and comparing their addresses made every entry with one look
+// changed on each save, restarting it and killing its calls in flight.
 func sameConfig(a, b *servers.Server) bool {
-	return fmt.Sprintf("%+v", *a) == fmt.Sprintf("%+v", *b) && slices.Equal(a.Args, b.Args)
+	return reflect.DeepEqual(*a, *b)
 }
 
 // child returns the named server, or nil.

@@ -89,16 +89,20 @@ func (h *Hub) readAggregated(ctx context.Context, req mcp.ReadResourceRequest) (
 	return namespacedContents(name, contents), nil
 }
 
-// resourceHandler forwards resources/read, through the cache: a read is
-// what the protocol treats as cacheable, and resources/updated or
-// list_changed from the child invalidates it.
+// resourceHandler forwards resources/read, through the cache only for the
+// URIs the person listed in cache_resources: a resource may embed the time
+// or a file's current text, and serving it stale for cache_ttl would be
+// wrong. resources/updated or list_changed from the child invalidates what
+// is cached.
 func (h *Hub) resourceHandler(c *child) server.ResourceHandlerFunc {
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		// Arguments are what a template matched here, not the client's.
 		req.Params.Arguments = nil
 		var key *cache.Key
-		if k, err := cache.KeyOf(c.name, "resources/read", req.Params.URI, req.Params); err == nil {
-			key = &k
+		if c.config().CachesResource(req.Params.URI) {
+			if k, err := cache.KeyOf(c.name, "resources/read", req.Params.URI, req.Params); err == nil {
+				key = &k
+			}
 		}
 		v, err := h.forward(ctx, c, "resources/read", req.Params.URI, key, func(ctx context.Context, cl *client.Client) (any, error) {
 			res, err := cl.ReadResource(ctx, req)

@@ -229,6 +229,29 @@ func updates(cl *client.Client) func() string {
 	}
 }
 
+// A resource is read afresh every time unless the person listed it in
+// cache_resources: one that embeds the time must not be served stale.
+func TestResourcesAreCachedOnlyWhereThePersonSaidSo(t *testing.T) {
+	for _, c := range []struct {
+		name, extra string
+		cached      bool
+	}{
+		{"by default", ``, false},
+		{"listed in cache_resources", `, "cache_resources": ["clock://*"]`, true},
+		{"another pattern listed", `, "cache_resources": ["file:///*"]`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, base := startHub(t, `{"mcpServers": {"clock": {`+childServer(t, "clock", nil)+`, "auto_start": true`+c.extra+`}}}`)
+			awaitState(t, h, "clock", servers.Running, 20*time.Second)
+			cl := connect(t, base+"/mcp/clock")
+			first, second := read(t, cl, "clock://now"), read(t, cl, "clock://now")
+			if (first.Text == second.Text) != c.cached {
+				t.Fatalf("two reads gave %s and %s; cached: want %v", first.Text, second.Text, c.cached)
+			}
+		})
+	}
+}
+
 type contents struct{ URI, Text, Blob string }
 
 func read(t *testing.T, cl *client.Client, uri string) contents {

@@ -46,6 +46,10 @@ func childServer(t testing.TB, kind string, env map[string]string) string {
 //   - grows: its tool grow adds a tool, so it sends tools/list_changed;
 //     its tools, prompts and resources have names a client would refuse
 //     and two that sanitise to the same name;
+//   - clock: its resource clock://now reads as the current time, in
+//     nanoseconds, different at every read;
+//   - crash-after: exits with status 3 after $CRASH_AFTER (a duration)
+//     of serving;
 //   - grandchild: starts a process that ignores SIGTERM, writes its pid to
 //     $GRANDCHILD_PID, and itself ignores SIGTERM and outlasts the end of
 //     its stdin (as a stuck server would).
@@ -80,6 +84,16 @@ func serveAsChild(kind string) {
 			func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 				return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Today"}}, nil
 			})
+	case "clock":
+		s.AddResource(mcp.NewResource("clock://now", "now"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: strconv.FormatInt(time.Now().UnixNano(), 10)}}, nil
+		})
+	case "crash-after":
+		after, err := time.ParseDuration(os.Getenv("CRASH_AFTER"))
+		if err != nil {
+			panic(err)
+		}
+		time.AfterFunc(after, func() { os.Exit(3) })
 	case "grandchild":
 		gc := exec.Command("sh", "-c", `trap "" TERM; exec sleep 300`)
 		if err := gc.Start(); err != nil {
