@@ -139,6 +139,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
 	}
 	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
+	s.askThreadRoutes(mux, page)
 	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
