@@ -28,6 +28,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
 			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			rootFlag(),
 			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
@@ -125,6 +126,9 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
 		return fail(err)
 	}
+	if env.Roots, err = agentRoots(cmd); err != nil {
+		return fail(err)
+	}
 	token, err := gatewayToken(cmd)
 	if err != nil {
 		return fail(err)
@@ -213,7 +217,7 @@ func logLevel(name string) (slog.Level, error) {
 }
 
 // serveArgs repeats the serving flags for the background process.
-func serveArgs(cmd *ucli.Command) []string {
+func serveArgs(cmd *ucli.Command) ([]string, error) {
 	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
 	if s := cmd.String("store"); s != "" {
 		args = append(args, "--store", s)
@@ -232,7 +236,13 @@ func serveArgs(cmd *ucli.Command) []string {
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
 	}
-	return append(args, "--log-level", cmd.String("log-level"))
+	args = append(args, "--log-level", cmd.String("log-level"))
+	// The background gateway's agents work where it was started from.
+	roots, err := agentRoots(cmd)
+	for _, r := range roots {
+		args = append(args, "--root", r)
+	}
+	return args, err
 }
 
 func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
@@ -256,7 +266,11 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(fmt.Errorf("find lm's executable: %w", err))
 	}
-	s, err := files.Start(ctx, exe, serveArgs(cmd), 15*time.Second)
+	args, err := serveArgs(cmd)
+	if err != nil {
+		return fail(err)
+	}
+	s, err := files.Start(ctx, exe, args, 15*time.Second)
 	if err != nil {
 		return fail(err)
 	}

@@ -70,9 +70,9 @@ func repeatedPhrase(text string) string {
 
 func TestRepeatedPhrase(t *testing.T) {
 	for text, want := range map[string]string{
-		"values (repeatable) (repeatable)":                                 "repeatable",
+		"values (repeatable) (repeatable)":                                "repeatable",
 		"transport error: failed to send request: failed to send request": "failed to send request",
-		"the the end":                       "the",
+		"the the end":                      "the",
 		"add it, then list, run or remove": "",
 		"NAME=VALUE (repeatable)":          "",
 	} {

@@ -27,10 +27,13 @@ func (a *app) mcpCommand() *ucli.Command {
 			"It ends cleanly at the end of stdin.\n\n" +
 			"Its caller is an agent: it offers the agent profile (get_user_request, the helpers, tasks and jobs within the allowlist, " +
 			"the tools of configured servers) and refuses the rest; --allow widens it (see docs/callers.md).\n\n" +
+			"Agents work beneath their roots: those their MCP client declares (roots/list, followed when they change), " +
+			"else --root DIR, else the directory lm mcp starts in. A root an agent names may only narrow them.\n\n" +
 			"Claude Code (.mcp.json):  {\"mcpServers\": {\"lm\": {\"command\": \"lm\", \"args\": [\"mcp\"]}}}",
 		Flags: []ucli.Flag{
 			&ucli.StringSliceFlag{Name: "only", Usage: "expose only these `GROUP`s (comma-separated or repeated), e.g. queue", Local: true},
 			allowFlag(),
+			rootFlag(),
 			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
 			&ucli.StringFlag{Name: "log", Usage: "log each tool call (get_user_request with its agent, wait and result) as JSON Lines to `FILE`, " +
 				"- for stderr (default: $LM_HOME/mcp.log, kept under 1 MiB plus one rotated copy)", TakesFile: true, Local: true},
@@ -52,6 +55,9 @@ func (a *app) mcpCommand() *ucli.Command {
 			env.Caller = op.Caller{Role: op.RoleAgent}
 			env.Stdin, env.Stdout = nil, nil
 			if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+				return &commandError{cmd: "mcp", err: err}
+			}
+			if env.Roots, err = agentRoots(cmd); err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
 			log := a.mcpLog(cmd.String("log"), env.Home)

@@ -22,7 +22,8 @@ func (a *app) root() *ucli.Command {
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
 		Description: "Every command prints JSON on stdout (pretty on a terminal, compact otherwise) and " +
-			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools.\n\n" + ExitStatusText,
+			"diagnostics on stderr. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
+			"go before `--`: every word after it belongs to the task or program the command runs.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
 		Writer:                    a.streams.Out,

@@ -31,7 +31,7 @@ func TestHelperToolsOverMCP(t *testing.T) {
 	if out, err := git.CombinedOutput(); err != nil {
 		t.Fatalf("git: %v %s", err, out)
 	}
-	c := startMCP(t, home, "helpers")
+	c := startMCPIn(t, home, dir, "helpers")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

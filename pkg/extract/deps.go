@@ -4,11 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -21,9 +20,9 @@ type Dependencies struct {
 
 // dependencies builds the import graph of files, following internal
 // imports depth levels deep.
-func dependencies(ctx context.Context, env *op.Env, in Input, root *Root, files []File, results map[string]FileResult) (int64, error) {
+func dependencies(ctx context.Context, env *op.Env, in Input, root *confine.Root, files []File, results map[string]FileResult) (int64, error) {
 	var read int64
-	goModule := goModulePath(root.Dir)
+	goModule := goModulePath(root)
 	seen := map[string]bool{}
 	frontier := files
 	for _, f := range files {
@@ -35,7 +34,7 @@ func dependencies(ctx context.Context, env *op.Env, in Input, root *Root, files 
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
-			content, res, ok := readFile(f.Path, in.MaxFileBytes, nil)
+			content, res, ok := readFile(root, f.rel, in.MaxFileBytes, nil)
 			if !ok {
 				results[f.Name] = res
 				continue
@@ -53,7 +52,7 @@ func dependencies(ctx context.Context, env *op.Env, in Input, root *Root, files 
 			}
 			deps := &Dependencies{Internal: []string{}, External: []string{}, Depth: level}
 			for _, im := range *syms.Imports {
-				targets, internal := resolveImport(root.Dir, goModule, lang, f.Path, im)
+				targets, internal := resolveImport(root, goModule, lang, f.Path, im)
 				if !internal {
 					if !rustLocal(lang, im.From) {
 						deps.External = append(deps.External, im.From)
@@ -66,11 +65,11 @@ func dependencies(ctx context.Context, env *op.Env, in Input, root *Root, files 
 					if level+1 > in.Depth {
 						continue
 					}
-					for _, file := range sourceFiles(t) {
-						if !seen[file] && root.contains(file) && LanguageOf(file) != "" {
+					for _, file := range sourceFiles(root, t) {
+						if !seen[file] && root.Contains(file) && LanguageOf(file) != "" {
 							seen[file] = true
 							r, _ := filepath.Rel(root.Dir, file)
-							next = append(next, File{Name: filepath.ToSlash(r), Path: file})
+							next = append(next, File{Name: filepath.ToSlash(r), Path: file, rel: r})
 						}
 					}
 				}
@@ -104,26 +103,43 @@ func rustLocal(lang, path string) bool {
 }
 
 // sourceFiles is the file itself, or a Go package directory's non-test
-// files; nothing when the target does not exist.
-func sourceFiles(target string) []string {
-	st, err := os.Stat(target)
+// files; nothing when the target does not exist beneath the root.
+func sourceFiles(root *confine.Root, target string) []string {
+	rel, err := root.Resolve(target)
+	if err != nil {
+		return nil
+	}
+	st, err := root.Stat(rel)
 	if err != nil {
 		return nil
 	}
 	if !st.IsDir() {
 		return []string{target}
 	}
-	matches, _ := filepath.Glob(filepath.Join(target, "*.go"))
-	return slices.DeleteFunc(matches, func(p string) bool { return strings.HasSuffix(p, "_test.go") })
+	entries, _ := root.ReadDir(rel)
+	var files []string
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			files = append(files, filepath.Join(target, name))
+		}
+	}
+	return files
 }
 
 var jsExtensions = []string{".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"}
 
 // resolveImport finds the files an import refers to under root; internal
 // is false for imports from outside (packages, the standard library).
-func resolveImport(root, goModule, lang, from string, im Import) (targets []string, internal bool) {
-	dir := filepath.Dir(from)
-	exists := func(p string) bool { st, err := os.Stat(p); return err == nil && !st.IsDir() }
+func resolveImport(r *confine.Root, goModule, lang, from string, im Import) (targets []string, internal bool) {
+	root, dir := r.Dir, filepath.Dir(from)
+	exists := func(p string) bool {
+		rel, err := r.Resolve(p)
+		if err != nil {
+			return false
+		}
+		st, err := r.Stat(rel)
+		return err == nil && !st.IsDir()
+	}
 	first := func(cands ...string) ([]string, bool) {
 		for _, c := range cands {
 			if exists(c) {
@@ -181,8 +197,8 @@ func resolveImport(root, goModule, lang, from string, im Import) (targets []stri
 }
 
 // goModulePath reads the module path from root's go.mod, if any.
-func goModulePath(root string) string {
-	data, err := os.ReadFile(filepath.Join(root, "go.mod"))
+func goModulePath(root *confine.Root) string {
+	data, err := root.ReadFile("go.mod")
 	if err != nil {
 		return ""
 	}

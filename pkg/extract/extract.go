@@ -26,6 +26,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/envelope"
 	"lmtool.dev/lm/pkg/op"
 )
@@ -197,14 +198,12 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 
 // run processes every file of the call.
 func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int64, error) {
-	root, err := NewRoot(in.Root, in.AllowOutsideRoot)
-	if root != nil {
-		root.Environ = env.Environ
-	}
+	root, err := confine.ForOutside(env, in.Root, in.AllowOutsideRoot)
 	if err != nil {
 		return nil, 0, err
 	}
-	files, missing, err := root.Expand(ctx, in.Files)
+	defer root.Close()
+	files, missing, err := Expand(ctx, root, env.Environ, in.Files)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -235,7 +234,7 @@ type job struct {
 // process answers the task for files: read and hash in parallel, look the
 // hashes up in the cache in one transaction, compute the misses in
 // parallel, and store them in one transaction.
-func process(ctx context.Context, env *op.Env, in Input, root *Root, files []File) ([]FileResult, int64, error) {
+func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
 	jobs := make([]job, len(files))
 	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
 	taskKey := cacheTaskKey(in)
@@ -257,7 +256,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *Root, files []Fil
 			buf = readBuffers.Get().(*[]byte)
 			defer readBuffers.Put(buf)
 		}
-		content, res, ok := readFile(j.file.Path, in.MaxFileBytes, buf)
+		content, res, ok := readFile(root, j.file.rel, in.MaxFileBytes, buf)
 		if !ok {
 			j.result, j.done = res, true
 			return
@@ -311,7 +310,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *Root, files []Fil
 
 // answer computes one file's result for the task, and whether it followed
 // star re-exports into other files.
-func answer(in Input, root *Root, path string, content []byte) (FileResult, bool) {
+func answer(in Input, root *confine.Root, path string, content []byte) (FileResult, bool) {
 	if in.TaskType == "frontmatter" {
 		return frontmatterResult(content, in.Fields), false
 	}
@@ -320,7 +319,7 @@ func answer(in Input, root *Root, path string, content []byte) (FileResult, bool
 	var followed bool
 	var err error
 	if in.TaskType == "exports" || in.TaskType == "structure" {
-		syms, followed, err = root.ScanFile(path, content)
+		syms, followed, err = ScanFile(root, path, content)
 	} else {
 		syms, err = Scan(lang, content)
 	}
@@ -335,11 +334,12 @@ func answer(in Input, root *Root, path string, content []byte) (FileResult, bool
 // DefaultMaxFileBytes is the size past which a file is skipped as too large.
 const DefaultMaxFileBytes = 10 << 20
 
-// ReadText reads a text file of at most limit bytes. A file that is
-// missing, a directory, larger or binary is not read: the error says why
-// and category is file_not_found, too_large or binary_file.
-func ReadText(path string, limit int64) (content []byte, category string, err error) {
-	content, res, ok := readFile(path, limit, nil)
+// ReadText reads a text file of at most limit bytes beneath the root (name
+// as [confine.Root.Resolve] returns it). A file that is missing, a
+// directory, larger or binary is not read: the error says why and category
+// is file_not_found, too_large, binary_file or outside_root.
+func ReadText(root *confine.Root, name string, limit int64) (content []byte, category string, err error) {
+	content, res, ok := readFile(root, name, limit, nil)
 	if !ok {
 		return nil, res.ErrorCategory, errors.New(res.Error)
 	}
@@ -352,16 +352,21 @@ func ReadText(path string, limit int64) (content []byte, category string, err er
 // With buf, the content is read into *buf (grown as needed) and is only
 // valid until the buffer is reused.
 //
-// It makes the system calls itself: open, fstat, read, close. os.Open adds
-// four fcntl calls and an epoll_ctl per file, setting up a poller regular
-// files cannot use: over a big tree, that was most of the system calls.
-func readFile(path string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
+// It makes the system calls itself: open (beneath the root, one openat2),
+// fstat, read, close. os.Open adds four fcntl calls and an epoll_ctl per
+// file, setting up a poller regular files cannot use: over a big tree, that
+// was most of the system calls.
+func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
+	path := root.Abs(name)
 	notFound := func(op string, err error) ([]byte, FileResult, bool) {
 		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: path, Err: err}), false
 	}
-	fd, err := retryEINTR(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0) })
+	fd, err := root.OpenFD(name)
+	if confine.IsOutside(err) {
+		return nil, failed("outside_root", err), false
+	}
 	if err != nil {
-		return notFound("open", err)
+		return nil, failed("file_not_found", err), false
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t

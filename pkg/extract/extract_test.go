@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/store"
 )
@@ -131,7 +132,7 @@ func TestScannersGolden(t *testing.T) {
 }
 
 func testEnv(t *testing.T) *op.Env {
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), 5*time.Second)}
+	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), 5*time.Second), Caller: op.Person()}
 }
 
 func call(t *testing.T, env *op.Env, in Input) Data {
@@ -334,8 +335,13 @@ func TestReadFile(t *testing.T) {
 	text, bin := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.bin")
 	os.WriteFile(text, []byte("hello\n"), 0o644)
 	os.WriteFile(bin, []byte("x\x00y"), 0o644)
+	root, err := confine.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
 	buf := new([]byte)
-	if got, _, ok := readFile(text, 100, buf); !ok || string(got) != "hello\n" {
+	if got, _, ok := readFile(root, "a.txt", 100, buf); !ok || string(got) != "hello\n" {
 		t.Errorf("read %q, %v", got, ok)
 	}
 	for _, tc := range []struct {
@@ -343,12 +349,12 @@ func TestReadFile(t *testing.T) {
 		limit    int64
 		category string
 	}{
-		{text, 5, "too_large"},
-		{bin, 100, "binary_file"},
-		{dir, 1 << 20, "file_not_found"},
-		{filepath.Join(dir, "missing"), 100, "file_not_found"},
+		{"a.txt", 5, "too_large"},
+		{"b.bin", 100, "binary_file"},
+		{".", 1 << 20, "file_not_found"},
+		{"missing", 100, "file_not_found"},
 	} {
-		if _, r, ok := readFile(tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
+		if _, r, ok := readFile(root, tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
 			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
 		}
 	}
@@ -413,6 +419,26 @@ func TestWalkRespectsGitignore(t *testing.T) {
 	}
 }
 
+// Listing a repository's files runs none of the programs its settings name
+// (git ls-files would start core.fsmonitor).
+func TestWalkRunsNoRepositoryProgram(t *testing.T) {
+	root, markers := t.TempDir(), t.TempDir()
+	marker := filepath.Join(markers, "fsmonitor-ran")
+	for _, args := range [][]string{{"init", "-q"}, {"config", "core.fsmonitor", "touch " + marker + "; false"}} {
+		if out, err := exec.Command("git", append([]string{"-C", root}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(root, "a.md"), []byte("---\na: 1\n---\n"), 0o644)
+	d := call(t, testEnv(t), Input{Files: []string{"."}, Root: root, NoCache: true})
+	if !d.Results["a.md"].Found {
+		t.Errorf("walked %+v", d.Results)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the repository's core.fsmonitor ran")
+	}
+}
+
 // Outside a worktree every file is walked except .git directories.
 func TestWalkOutsideGit(t *testing.T) {
 	root := t.TempDir()
@@ -420,11 +446,12 @@ func TestWalkOutsideGit(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755)
 		os.WriteFile(filepath.Join(root, name), []byte("x\n"), 0o644)
 	}
-	r, err := NewRoot(root, false)
+	r, err := confine.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, missing, err := r.Expand(context.Background(), []string{"."})
+	defer r.Close()
+	files, missing, err := Expand(context.Background(), r, nil, []string{"."})
 	if err != nil || len(missing) > 0 {
 		t.Fatal(err, missing)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,72 +11,27 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/safegit"
 )
-
-// Root confines file access to a directory tree.
-type Root struct {
-	Dir          string // absolute, symlinks resolved
-	AllowOutside bool
-	// Environ is the caller's environment (op.Env.Environ), which the git
-	// that lists a worktree's files runs with.
-	Environ []string
-}
-
-// NewRoot resolves dir ("" is the current directory).
-func NewRoot(dir string, allowOutside bool) (*Root, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "root %q: %v", dir, err)
-	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, op.Errorf(op.KindNotFound, "root %s: %v", abs, err).WithCategory("file_not_found")
-	}
-	return &Root{Dir: resolved, AllowOutside: allowOutside}, nil
-}
-
-// Resolve returns the absolute path of name (relative to the root unless
-// absolute), refusing one that leaves the root, through a symlink too.
-func (r *Root) Resolve(name string) (string, error) {
-	abs := name
-	if !filepath.IsAbs(name) {
-		abs = filepath.Join(r.Dir, name)
-	}
-	abs = filepath.Clean(abs)
-	if r.AllowOutside {
-		return abs, nil
-	}
-	real := abs
-	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
-		real = resolved
-	}
-	if !r.contains(real) {
-		return "", op.Errorf(op.KindDenied, "%s is outside the root %s", name, r.Dir).
-			WithCategory("outside_root").WithHint("pass --root, or --allow-outside-root to read it anyway")
-	}
-	return abs, nil
-}
-
-func (r *Root) contains(p string) bool {
-	rel, err := filepath.Rel(r.Dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
 
 // File is one file to process: the name reported and where it is.
 type File struct {
 	Name string // as reported: the argument, or the argument joined with a walked path
-	Path string // absolute
+	Path string // absolute, for reports and the language
+	rel  string // resolved against the root: what is opened
 }
 
 // Expand turns arguments (files, directories, globs with ** for any depth)
 // into files. Directories are walked with .gitignore respected: inside a git
 // worktree through git itself, otherwise skipping .git directories. An
 // argument matching nothing is reported in missing.
-func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing []string, err error) {
+// Git, when it lists a worktree's files, runs with environ, the caller's
+// environment (op.Env.Environ).
+func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, missing []string, err error) {
 	// One argument names each file once; several may overlap.
 	var seen map[string]bool
 	if len(args) > 1 {
@@ -93,7 +47,7 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 	}
 	for _, arg := range args {
 		if strings.ContainsAny(arg, "*?[") {
-			matched, err := r.glob(ctx, arg)
+			matched, err := glob(ctx, r, environ, arg)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -105,24 +59,27 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 			}
 			continue
 		}
-		abs, err := r.Resolve(arg)
+		rel, err := r.Resolve(arg)
 		if err != nil {
 			return nil, nil, err
 		}
-		st, err := os.Stat(abs)
+		st, err := r.Stat(rel)
 		switch {
+		case confine.IsOutside(err):
+			return nil, nil, err
 		case err != nil:
 			missing = append(missing, arg)
 		case st.IsDir():
-			walked, err := r.walk(ctx, abs)
+			walked, err := walk(ctx, r, environ, rel)
 			if err != nil {
 				return nil, nil, err
 			}
-			for _, rel := range walked {
-				add(File{Name: joinName(arg, rel), Path: under(abs, rel)})
+			abs := r.Abs(rel)
+			for _, w := range walked {
+				add(File{Name: joinName(arg, w), Path: under(abs, w), rel: under(rel, w)})
 			}
 		default:
-			add(File{Name: arg, Path: abs})
+			add(File{Name: arg, Path: r.Abs(rel), rel: rel})
 		}
 	}
 	return files, missing, nil
@@ -131,6 +88,9 @@ func (r *Root) Expand(ctx context.Context, args []string) (files []File, missing
 // under is filepath.Join(dir, rel) for a clean dir and a clean, relative
 // rel (what walk lists), without cleaning them again for every file.
 func under(dir, rel string) string {
+	if dir == "." {
+		return filepath.FromSlash(rel)
+	}
 	if strings.HasSuffix(dir, string(filepath.Separator)) {
 		return dir + filepath.FromSlash(rel)
 	}
@@ -145,7 +105,7 @@ func joinName(dir, rel string) string {
 }
 
 // glob expands a pattern by walking its literal leading directory.
-func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
+func glob(ctx context.Context, r *confine.Root, environ []string, pattern string) ([]File, error) {
 	pattern = filepath.ToSlash(pattern)
 	segs := strings.Split(pattern, "/")
 	i := 0
@@ -165,21 +125,24 @@ func (r *Root) glob(ctx context.Context, pattern string) ([]File, error) {
 	if dir == "" {
 		dir = "."
 	}
-	abs, err := r.Resolve(dir)
+	rel, err := r.Resolve(dir)
 	if err != nil {
 		return nil, err
 	}
-	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+	if st, err := r.Stat(rel); confine.IsOutside(err) {
+		return nil, err
+	} else if err != nil || !st.IsDir() {
 		return nil, nil
 	}
-	walked, err := r.walk(ctx, abs)
+	walked, err := walk(ctx, r, environ, rel)
 	if err != nil {
 		return nil, err
 	}
+	abs := r.Abs(rel)
 	var out []File
-	for _, rel := range walked {
-		if re.MatchString(rel) {
-			out = append(out, File{Name: joinName(dir, rel), Path: under(abs, rel)})
+	for _, w := range walked {
+		if re.MatchString(w) {
+			out = append(out, File{Name: joinName(dir, w), Path: under(abs, w), rel: under(rel, w)})
 		}
 	}
 	return out, nil
@@ -217,45 +180,35 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 	return regexp.Compile(b.String())
 }
 
-// walk lists the files under dir as slash-separated relative paths, sorted.
-func (r *Root) walk(ctx context.Context, dir string) ([]string, error) {
-	if files, ok := gitFiles(ctx, dir, r.Environ); ok {
+// walk lists the files under a directory beneath the root as
+// slash-separated relative paths, sorted. Inside a git worktree git lists
+// them, applying every .gitignore exactly; the files are still opened
+// beneath the root, so what git names cannot lead outside it.
+func walk(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, error) {
+	if files, ok := gitFiles(ctx, r, environ, rel); ok {
 		return files, nil
 	}
-	// A directory named through a symlink (already checked to be allowed)
-	// is walked where it leads: WalkDir would not enter a link.
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	var files []string
-	prefix := under(dir, "") // WalkDir's paths are dir joined with the rest
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable entries are skipped, as find does with a message
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return filepath.SkipDir
-		}
-		if d.Type().IsRegular() {
-			files = append(files, filepath.ToSlash(strings.TrimPrefix(p, prefix)))
-		}
-		return ctx.Err()
-	})
-	sort.Strings(files)
-	return files, err
+	return r.Files(ctx, rel)
 }
 
-// gitFiles lists tracked and untracked-but-not-ignored files under dir when
-// it is inside a git worktree: git applies every .gitignore exactly.
-func gitFiles(ctx context.Context, dir string, environ []string) ([]string, bool) {
-	if !mayBeWorktree(dir, environ) {
+// gitFiles lists tracked and untracked-but-not-ignored files under a
+// directory when it is inside a git worktree. Git runs in the directory the
+// root opened (through its descriptor), with the repository's programs
+// (fsmonitor, hooks) turned off.
+func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, bool) {
+	if !mayBeWorktree(r.Abs(rel), environ) {
 		return nil, false
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, false
 	}
-	cmd := exec.CommandContext(ctx, "git", "--no-optional-locks", "-C", dir, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
-	cmd.Env = op.ChildEnv(environ)
+	dir, err := r.OpenDir(rel)
+	if err != nil {
+		return nil, false
+	}
+	defer dir.Close()
+	cmd := safegit.ForListing("", environ).Command(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
+	cmd.Dir = confine.ProcPath(dir)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if cmd.Run() != nil {
@@ -267,7 +220,10 @@ func gitFiles(ctx context.Context, dir string, environ []string) ([]string, bool
 			continue
 		}
 		// Deleted but still tracked files are listed too; keep what exists.
-		if st, err := os.Lstat(filepath.Join(dir, string(p))); err == nil && st.Mode().IsRegular() {
+		// This looks at metadata only (reading is beneath the root), in
+		// one call relative to the directory git listed.
+		var st unix.Stat_t
+		if unix.Fstatat(int(dir.Fd()), string(p), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 			files = append(files, string(p))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/npmtest"
 )
 
@@ -70,16 +71,17 @@ func TestCommonJSExportsAgreeWithNode(t *testing.T) {
 		t.Fatalf("only %d CommonJS files in %s", len(files), dir)
 	}
 	want := nodeKeys(t, dir, files)
-	root, err := NewRoot(dir, false)
+	root, err := confine.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer root.Close()
 	for _, f := range files {
 		content, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		syms, _, err := root.ScanFile(filepath.Join(root.Dir, f), content)
+		syms, _, err := ScanFile(root, filepath.Join(root.Dir, f), content)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,15 +109,16 @@ func TestStarReexportsAgreeWithNode(t *testing.T) {
 	write(dir, "c.mjs", "export const C = 3;\n")
 	write(dir, "lone.mjs", "export * from '"+filepath.ToSlash(rel)+"';\nexport * from './a.mjs';\n")
 
-	root, err := NewRoot(dir, false)
+	root, err := confine.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer root.Close()
 	dir = root.Dir
 	for _, name := range []string{"index.mjs", "b.mjs", "lone.mjs"} {
 		path := filepath.Join(dir, name)
 		content, _ := os.ReadFile(path)
-		syms, followed, err := root.ScanFile(path, content)
+		syms, followed, err := ScanFile(root, path, content)
 		if err != nil || !followed {
 			t.Fatalf("%s: followed %v, %v", name, followed, err)
 		}
@@ -135,7 +138,7 @@ func TestStarReexportsAgreeWithNode(t *testing.T) {
 	}
 	path := filepath.Join(dir, "index.mjs")
 	content, _ := os.ReadFile(path)
-	syms, _, _ := root.ScanFile(path, content)
+	syms, _, _ := ScanFile(root, path, content)
 	if syms.ExportLine("A") != 2 || syms.ExportLine("B") != 3 || syms.ExportLine("Own") != 5 {
 		t.Errorf("export lines: A %d, B %d, Own %d", syms.ExportLine("A"), syms.ExportLine("B"), syms.ExportLine("Own"))
 	}

@@ -1,5 +1,7 @@
 package extract
 
+import "lmtool.dev/lm/pkg/confine"
+
 // ScanFile reads the symbols of the code file at path as [Scan] does, then
 // adds the names it re-exports wholesale — `export * from "./x"`, or
 // TypeScript's CommonJS __exportStar(require("./x"), exports) — from files
@@ -8,7 +10,7 @@ package extract
 // are cited at the line of the star. A target outside the root, missing or
 // unreadable adds nothing; packages are not followed. It reports whether
 // any star was followed: the answer then depends on other files too.
-func (r *Root) ScanFile(path string, content []byte) (*Symbols, bool, error) {
+func ScanFile(r *confine.Root, path string, content []byte) (*Symbols, bool, error) {
 	lang := LanguageOf(path)
 	s, err := Scan(lang, content)
 	if err != nil || (lang != "javascript" && lang != "typescript") {
@@ -25,17 +27,18 @@ func (r *Root) ScanFile(path string, content []byte) (*Symbols, bool, error) {
 	seen := map[string]bool{path: true}
 	var follow func(from string, star Import, line int)
 	follow = func(from string, star Import, line int) {
-		targets, _ := resolveImport(r.Dir, "", LanguageOf(from), from, star)
+		targets, _ := resolveImport(r, "", LanguageOf(from), from, star)
 		for _, target := range targets {
 			lang := LanguageOf(target)
 			if seen[target] || lang == "" {
 				continue
 			}
 			seen[target] = true
-			if _, err := r.Resolve(target); err != nil {
+			rel, err := r.Resolve(target)
+			if err != nil {
 				continue
 			}
-			content, _, ok := readFile(target, DefaultMaxFileBytes, nil)
+			content, _, ok := readFile(r, rel, DefaultMaxFileBytes, nil)
 			if !ok {
 				continue
 			}

@@ -11,8 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,8 +19,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"go.yaml.in/yaml/v3"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/envelope"
-	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -106,15 +104,16 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		}
 		return envelope.OK(d, 0), nil
 	}
-	root, err := extract.NewRoot(in.Root, false)
+	root, err := confine.For(env, in.Root)
 	if err != nil {
 		return Output{}, err
 	}
-	t, d, read, err := load(root.Dir, env.Home, in)
+	defer root.Close()
+	t, d, read, err := load(env, root, in)
 	if err != nil {
 		return Output{}, err
 	}
-	vars, n, err := variables(in)
+	vars, n, err := variables(env, root, in)
 	if err != nil {
 		return Output{}, err
 	}
@@ -139,16 +138,17 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if err := ctx.Err(); err != nil {
 			return Output{}, err
 		}
+		name, err := root.Resolve(in.OutputPath)
+		if err != nil {
+			return Output{}, err
+		}
 		// the answer as it will be is checked before the file is written
 		written := d
-		written.Written, written.Path = true, filepath.Join(root.Dir, in.OutputPath)
-		if filepath.IsAbs(in.OutputPath) {
-			written.Path = filepath.Clean(in.OutputPath)
-		}
+		written.Written, written.Path = true, root.Abs(name)
 		if err := in.Conform(written); err != nil {
 			return Output{}, err
 		}
-		path, err := writeFile(root, in.OutputPath, []byte(d.Content), in.Force)
+		path, err := root.WriteFile(name, []byte(d.Content), in.Force)
 		if err != nil {
 			return Output{}, err
 		}
@@ -160,11 +160,13 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 }
 
 // load finds the template: a file, inline text, or a name.
-func load(root, home string, in Input) (*Template, Data, int64, error) {
+func load(env *op.Env, root *confine.Root, in Input) (*Template, Data, int64, error) {
 	var src Source
 	switch {
 	case in.TemplateFile != "":
-		src = fileSource(in.TemplateFile, "file", in.TemplateFile)
+		src = Source{Name: in.TemplateFile, Origin: "file", Path: in.TemplateFile, load: func() ([]byte, error) {
+			return readTemplate(in.TemplateFile, func() ([]byte, error) { return confine.ReadInput(env, root, in.TemplateFile, maxTemplateBytes) })
+		}}
 	case isInline(in.Template):
 		t, err := Parse(in.Template)
 		if err != nil {
@@ -173,7 +175,7 @@ func load(root, home string, in Input) (*Template, Data, int64, error) {
 		return t, Data{Template: "inline", Origin: "inline"}, int64(len(in.Template)), nil
 	default:
 		var err error
-		if src, err = newCatalog(root, home).Find(in.Template); err != nil {
+		if src, err = newCatalog(root, env.Home).Find(in.Template); err != nil {
 			return nil, Data{}, 0, err
 		}
 	}
@@ -190,7 +192,7 @@ func load(root, home string, in Input) (*Template, Data, int64, error) {
 
 // variables merges the sources, later ones overriding earlier ones key by
 // key: variables, variables_json (stdin), the vars file, then --var.
-func variables(in Input) (map[string]any, int64, error) {
+func variables(env *op.Env, root *confine.Root, in Input) (map[string]any, int64, error) {
 	vars := map[string]any{}
 	var read int64
 	merge := func(m map[string]any) {
@@ -210,7 +212,10 @@ func variables(in Input) (map[string]any, int64, error) {
 		read += int64(len(text))
 	}
 	if in.Vars != "" {
-		data, err := os.ReadFile(in.Vars)
+		data, err := confine.ReadInput(env, root, in.Vars, maxTemplateBytes)
+		if confine.IsOutside(err) {
+			return nil, 0, err
+		}
 		if err != nil {
 			return nil, 0, op.Errorf(op.KindInvalid, "read --vars: %v", err)
 		}
@@ -284,87 +289,6 @@ func setDotted(vars map[string]any, key, v string) error {
 	return nil
 }
 
-// writeFile writes content to name under root atomically: a temporary file
-// in the same directory, then a rename (or, without force, a hard link,
-// which fails if the name exists, so nothing is ever clobbered by a race).
-// It returns the absolute path written.
-func writeFile(root *extract.Root, name string, content []byte, force bool) (string, error) {
-	path, err := root.Resolve(name)
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Dir(path)
-	if err := insideRoot(root, dir); err != nil {
-		return "", err
-	}
-	if st, err := os.Lstat(path); err == nil {
-		if st.IsDir() {
-			return "", op.Errorf(op.KindConflict, "%s is a directory", name)
-		}
-		if !force {
-			return "", op.Errorf(op.KindConflict, "%s already exists", name).WithCategory("file_exists").
-				WithHint("pass --force (force: true) to overwrite it")
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", op.Errorf(op.KindInvalid, "create %s: %v", dir, err)
-	}
-	if err := insideRoot(root, dir); err != nil { // a directory swapped for a link meanwhile
-		return "", err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return "", op.Errorf(op.KindInvalid, "write %s: %v", name, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(content)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err != nil {
-		return "", op.Errorf(op.KindInternal, "write %s: %w", name, err)
-	}
-	if force {
-		err = os.Rename(tmp.Name(), path)
-	} else if err = os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
-		return "", op.Errorf(op.KindConflict, "%s already exists", name).WithCategory("file_exists").
-			WithHint("pass --force (force: true) to overwrite it")
-	}
-	if err != nil {
-		return "", op.Errorf(op.KindInternal, "write %s: %w", name, err)
-	}
-	return path, nil
-}
-
-// insideRoot checks the deepest existing ancestor of dir, symlinks
-// resolved, is inside the root: a path through a link that leaves the root
-// is refused even when the file does not exist yet.
-func insideRoot(root *extract.Root, dir string) error {
-	existing := dir
-	for {
-		if _, err := os.Lstat(existing); err == nil {
-			break
-		}
-		parent := filepath.Dir(existing)
-		if parent == existing {
-			break
-		}
-		existing = parent
-	}
-	rel, err := filepath.Rel(root.Dir, existing)
-	if err != nil {
-		return err
-	}
-	_, err = root.Resolve(rel)
-	return err
-}
-
 // ListInput is a generate_list call.
 type ListInput struct {
 	Root string `json:"root,omitempty" jsonschema:"the project root whose .lm/templates are listed (default: the current directory)"`
@@ -387,11 +311,12 @@ func List(ctx context.Context, env *op.Env, in ListInput) (Output, error) {
 
 // catalogue is every template by name with its origin and variables.
 func catalogue(env *op.Env, rootDir string) ([]Listed, error) {
-	root, err := extract.NewRoot(rootDir, false)
+	root, err := confine.For(env, rootDir)
 	if err != nil {
 		return nil, err
 	}
-	all, err := newCatalog(root.Dir, env.Home).All()
+	defer root.Close()
+	all, err := newCatalog(root, env.Home).All()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func run(t *testing.T, home string, in Input) (Output, error) {
 	if err := in.Validate(); err != nil {
 		return Output{}, err
 	}
-	return Generate(context.Background(), &op.Env{Home: home}, in)
+	return Generate(context.Background(), &op.Env{Home: home, Caller: op.Person()}, in)
 }
 
 func write(t *testing.T, path, content string) {
@@ -57,7 +57,7 @@ func TestTemplateSources(t *testing.T) {
 	if op.KindOf(err) != op.KindNotFound || !strings.Contains(op.EnvelopeOf(err).Suggestion, "greet, plan, state_update, summary, verification") {
 		t.Errorf("unknown name: %v (%+v)", err, op.EnvelopeOf(err))
 	}
-	list, err := List(context.Background(), &op.Env{Home: home}, ListInput{Root: root})
+	list, err := List(context.Background(), &op.Env{Home: home, Caller: op.Person()}, ListInput{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}

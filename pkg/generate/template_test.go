@@ -3,6 +3,7 @@ package generate
 import (
 	"encoding/json"
 	"errors"
+	"lmtool.dev/lm/pkg/confine"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,7 +142,12 @@ func TestBuiltinsRenderTheSpecExample(t *testing.T) {
 		"tasks": [{"name": "Update FamilyMember type", "commit": "e012012", "status": "complete"},
 		          {"name": "Replace mock data", "commit": "596c479", "status": "complete"}],
 		"files_modified": ["src/types/user.ts", "src/utils/mockData.ts"], "deviations": "none", "next_plan": "01-02"}`
-	src, err := newCatalog(t.TempDir(), "").Find("summary")
+	root, err := confine.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	src, err := newCatalog(root, "").Find("summary")
 	if err != nil {
 		t.Fatal(err)
 	}

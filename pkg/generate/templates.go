@@ -3,6 +3,7 @@ package generate
 import (
 	"embed"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -34,30 +36,27 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
 // maxTemplateBytes bounds a template file.
 const maxTemplateBytes = 1 << 20
 
-// catalog finds named templates in their directories and the built-ins.
+// catalog finds named templates in their directories and the built-ins:
+// the project's .lm/templates, read beneath the root, then lm's home.
 type catalog struct {
-	dirs []struct{ origin, dir string }
+	project *confine.Root
+	home    string // $LM_HOME/templates, or ""
 }
 
-func newCatalog(root, home string) catalog {
-	var c catalog
-	seen := map[string]bool{}
-	for _, d := range []struct{ origin, dir string }{
-		{"project", filepath.Join(root, ".lm", "templates")},
-		{"home", filepath.Join(home, "templates")},
-	} {
-		if d.dir == "" || home == "" && d.origin == "home" {
-			continue
+func newCatalog(root *confine.Root, home string) catalog {
+	c := catalog{project: root}
+	if home != "" {
+		c.home = filepath.Join(home, "templates")
+		// LM_HOME inside the project: the same directory once.
+		if real, err := filepath.EvalSymlinks(c.home); err == nil && real == root.Abs(projectTemplates) {
+			c.home = ""
 		}
-		real, err := filepath.EvalSymlinks(d.dir)
-		if err != nil || seen[real] { // missing, or the same directory twice (LM_HOME inside the project)
-			continue
-		}
-		seen[real] = true
-		c.dirs = append(c.dirs, d)
 	}
 	return c
 }
+
+// projectTemplates is where a project keeps its templates.
+const projectTemplates = ".lm/templates"
 
 // All lists every template by name, the winning source of each name.
 func (c catalog) All() ([]Source, error) {
@@ -67,20 +66,25 @@ func (c catalog) All() ([]Source, error) {
 			byName[s.Name] = s
 		}
 	}
-	for _, d := range c.dirs {
-		entries, err := os.ReadDir(d.dir)
-		if err != nil {
-			return nil, op.Errorf(op.KindInvalid, "read templates in %s: %v", d.dir, err)
+	entries, err := c.project.ReadDir(projectTemplates)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, op.Errorf(op.KindInvalid, "read templates in %s: %v", c.project.Abs(projectTemplates), err)
+	}
+	for _, e := range entries {
+		rel := projectTemplates + "/" + e.Name()
+		addFile(add, e, "project", c.project.Abs(rel), func() ([]byte, error) { return c.project.ReadLimited(rel, maxTemplateBytes) })
+	}
+	if c.home != "" {
+		entries, err := os.ReadDir(c.home)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, op.Errorf(op.KindInvalid, "read templates in %s: %v", c.home, err)
 		}
 		for _, e := range entries {
-			name, _, _ := strings.Cut(e.Name(), ".")
-			if e.IsDir() || !validName.MatchString(name) {
-				continue
-			}
-			add(fileSource(name, d.origin, filepath.Join(d.dir, e.Name())))
+			path := filepath.Join(c.home, e.Name())
+			addFile(add, e, "home", path, func() ([]byte, error) { return readAtMost(path, maxTemplateBytes+1) })
 		}
 	}
-	entries, _ := builtins.ReadDir("templates")
+	entries, _ = builtins.ReadDir("templates")
 	for _, e := range entries {
 		file := "templates/" + e.Name()
 		add(Source{Name: strings.TrimSuffix(e.Name(), ".md"), Origin: "builtin",
@@ -92,6 +96,15 @@ func (c catalog) All() ([]Source, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// addFile adds a directory entry that names a template.
+func addFile(add func(Source), e fs.DirEntry, origin, path string, read func() ([]byte, error)) {
+	name, _, _ := strings.Cut(e.Name(), ".")
+	if e.IsDir() || !validName.MatchString(name) {
+		return
+	}
+	add(Source{Name: name, Origin: origin, Path: path, load: func() ([]byte, error) { return readTemplate(path, read) }})
 }
 
 // Find returns the template of that name, or a not-found error listing the
@@ -112,27 +125,31 @@ func (c catalog) Find(name string) (Source, error) {
 		WithHint("templates: %s (lm generate list shows them with their variables)", strings.Join(names, ", "))
 }
 
-func fileSource(name, origin, path string) Source {
-	return Source{Name: name, Origin: origin, Path: path, load: func() ([]byte, error) { return readTemplate(path) }}
+// readAtMost reads up to n bytes of a file.
+func readAtMost(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // readTemplate reads a template file, refusing what cannot be a template.
-func readTemplate(path string) ([]byte, error) {
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+func readTemplate(path string, read func() ([]byte, error)) ([]byte, error) {
+	data, err := read()
+	switch {
+	case err == nil:
+		if len(data) > maxTemplateBytes {
+			return nil, op.Errorf(op.KindInvalid, "template file %s is over %d bytes", path, maxTemplateBytes)
+		}
+		return data, nil
+	case confine.IsOutside(err):
+		return nil, err
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, op.Errorf(op.KindNotFound, "template file %s does not exist", path).WithCategory("file_not_found")
 	}
-	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "template file: %v", err)
-	}
-	if st.IsDir() || st.Size() > maxTemplateBytes {
-		return nil, op.Errorf(op.KindInvalid, "template file %s is a directory or over %d bytes", path, maxTemplateBytes)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "template file: %v", err)
-	}
-	return data, nil
+	return nil, op.Errorf(op.KindInvalid, "template file: %v", err)
 }
 
 // Load reads and parses a source.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/envelope"
 	"lmtool.dev/lm/pkg/op"
 )
@@ -28,6 +29,7 @@ type Input struct {
 	MaxBytes         int      `json:"max_bytes,omitempty" jsonschema:"detailed diff: cut the patch text past this many bytes and set truncated (default 60000)"`
 	IncludeLockFiles bool     `json:"include_lock_files,omitempty" jsonschema:"diff: keep lock files (package-lock.json, go.sum, …), which are left out by default"`
 	Root             string   `json:"root,omitempty" jsonschema:"a directory inside the repository (default: the current directory)"`
+	TrustRepoConfig  bool     `json:"trust_repo_config,omitempty" jsonschema:"run the programs the repository's settings name (core.fsmonitor, filters, textconv, diff.external), as plain git does; a person-only field"`
 	Options          *Options `json:"options,omitempty" jsonschema:"spec 001's nested form of paths, limit and format"`
 	envelope.Request
 }
@@ -183,7 +185,12 @@ type Output = envelope.Result[Data]
 
 // Git answers one local_git call.
 func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
-	r, err := openRepo(ctx, env.Environ, in.Root)
+	root, err := confine.For(env, in.Root)
+	if err != nil {
+		return Output{}, err
+	}
+	defer root.Close()
+	r, err := openRepo(ctx, env.Environ, root, !env.Caller.IsPerson(), in.TrustRepoConfig)
 	if err != nil {
 		return Output{}, err
 	}
@@ -333,7 +340,7 @@ func (r *repo) diff(ctx context.Context, in Input, specs []string, d *Data) (int
 	if err != nil {
 		return 0, err
 	}
-	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "-C"}
+	args := append([]string{"diff", "--no-color", "-C"}, r.g.DiffOptions()...)
 	if in.Staged {
 		args = append(args, "--cached")
 	}
@@ -487,7 +494,7 @@ func (r *repo) changedFiles(ctx context.Context, in Input, specs []string, d *Da
 	if err != nil {
 		return 0, err
 	}
-	out, err := r.git(ctx, append([]string{"diff", "--no-ext-diff", "-C", "--name-status", "-z", base, "--"}, specs...)...)
+	out, err := r.git(ctx, append(append(append([]string{"diff"}, r.g.DiffOptions()...), "-C", "--name-status", "-z", base, "--"), specs...)...)
 	if err != nil {
 		return 0, err
 	}

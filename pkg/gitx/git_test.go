@@ -55,7 +55,7 @@ func call(t *testing.T, in Input) Data {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Git(context.Background(), &op.Env{}, in)
+	out, err := Git(context.Background(), &op.Env{Caller: op.Person()}, in)
 	if err != nil {
 		t.Fatalf("%s: %v", in.TaskType, err)
 	}
@@ -231,7 +231,7 @@ func TestRefusals(t *testing.T) {
 		if err := in.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Git(context.Background(), &op.Env{}, in)
+		_, err := Git(context.Background(), &op.Env{Caller: op.Person()}, in)
 		if op.KindOf(err) != tc.kind {
 			t.Errorf("%+v: got %v (kind %d), want kind %d", tc.in, err, op.KindOf(err), tc.kind)
 		}

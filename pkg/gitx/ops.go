@@ -7,7 +7,7 @@ func Ops() []op.Operation {
 	return []op.Operation{
 		op.New(op.Meta{
 			Name: "local_git", Path: []string{"git"},
-			Callers: op.Agents,
+			Callers: op.Agents, PersonFields: []string{"trust_repo_config"},
 			Summary: "Summarize git state as JSON: status, diff, log, changed-files",
 			Description: "Built on git's porcelain v2 and -z outputs, so any file name (spaces, newlines, quotes, non-UTF-8), renames, copies, " +
 				"binary files, submodules, an empty repository and a detached HEAD come out right. Diffs leave out lock files (listed in excluded) " +

@@ -89,9 +89,10 @@ func StartCommand(ctx context.Context, env *op.Env, in StartInput) (StartOutput,
 		}
 		spec.Task, spec.Argv = t.Name, t.WithArgs(args)
 	}
-	if spec.Dir, err = workDir(root, in.Cwd); err != nil {
+	if spec.Dir, err = workDir(env, in.Cwd); err != nil {
 		return StartOutput{}, err
 	}
+	defer spec.Dir.Close()
 	if spec.TTL, err = duration.Field("ttl", in.TTL, DefaultTTL); err != nil {
 		return StartOutput{}, err
 	}

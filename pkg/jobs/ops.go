@@ -14,7 +14,7 @@ func Ops() []op.Operation {
 			Callers: op.PersonOnly,
 			Summary: "Start a task or a command as a background job",
 			Description: "The words after -- alone are a command, run as is without a shell. Otherwise the first word names a task when the project defines one " +
-				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. " +
+				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. lm's own flags go before --. " +
 				"The job is owned by its own supervisor process and outlives lm. Beyond max_running running jobs (default 8; [jobs] max_running in $LM_HOME/config.toml, or LM_JOBS_MAX_RUNNING) it waits queued. " +
 				"With --wait it returns as soon as the job ends, with the tail of its output, and exits with the job's own status as lm jobs wait does " +
 				"(7 when the wait ended first; without --wait, 0 once the job is started). A task the human allowlist denies is refused (exit 5), one whose runner is not installed too (exit 6). " +

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/tasks"
 )
@@ -100,11 +100,7 @@ func RunTask(ctx context.Context, env *op.Env, in RunTaskInput) (RunTaskOutput, 
 }
 
 func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, error) {
-	root, err := os.Getwd()
-	if err != nil {
-		return Job{}, nil, err
-	}
-	t, err := tasks.Find(root, in.Task)
+	t, _, err := tasks.FindFor(env, "", in.Task)
 	if err != nil {
 		return Job{}, nil, err
 	}
@@ -112,15 +108,26 @@ func startTask(ctx context.Context, env *op.Env, in RunTaskInput) (Job, *Chunk, 
 	if err != nil {
 		return Job{}, nil, err
 	}
-	if !allow.Allows(t) {
+	verdict, entry := allow.Match(t)
+	if verdict != tasks.Allowed {
 		return Job{}, nil, notAllowlisted{t}
 	}
 	if !t.RunnerAvailable {
 		return Job{}, nil, tasks.RunnerMissing(t)
 	}
 	spec := Spec{Task: t.Name, Argv: t.WithArgs(in.Args), TTL: DefaultTTL}
-	if spec.Dir, err = workDir(root, in.Cwd); err != nil {
+	if spec.Dir, err = workDir(env, in.Cwd); err != nil {
 		return Job{}, nil, err
+	}
+	defer spec.Dir.Close()
+	if !env.Caller.IsPerson() {
+		dir, err := confine.RealPath(spec.Dir)
+		if err != nil {
+			return Job{}, nil, op.Errorf(op.KindInternal, "locate the working directory: %w", err)
+		}
+		if err := tasks.AgentMayRun(t, entry, tasks.Extras{Args: in.Args, Env: in.Env, Dir: dir}); err != nil {
+			return Job{}, nil, err
+		}
 	}
 	if in.OrphanTTLSec != nil {
 		spec.TTL = time.Duration(*in.OrphanTTLSec) * time.Second

@@ -15,8 +15,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/config"
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/tasks"
 )
 
 // DefaultTTL is the orphan TTL when none is given (spec 003: detach with a
@@ -29,9 +29,12 @@ const DefaultMaxRunning = 8
 
 // Spec is what to run.
 type Spec struct {
-	Task    string // the task's unique name, when Argv came from a task
-	Argv    []string
-	Dir     string
+	Task string // the task's unique name, when Argv came from a task
+	Argv []string
+	// Dir is the working directory: the supervisor starts in it (through
+	// its descriptor, so the directory checked is the one the job gets) and
+	// the job inherits it. Its path is recorded for people to read.
+	Dir     *os.File
 	Env     []string // KEY=VALUE added to the environment
 	PTY     bool
 	TTL     time.Duration
@@ -50,6 +53,13 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 			return Job{}, op.Errorf(op.KindInvalid, "environment entry %q is not KEY=VALUE", kv)
 		}
 	}
+	if spec.Dir == nil {
+		return Job{}, op.Errorf(op.KindInternal, "a job needs its working directory open")
+	}
+	dirPath, err := confine.RealPath(spec.Dir)
+	if err != nil {
+		return Job{}, op.Errorf(op.KindInternal, "locate the working directory: %w", err)
+	}
 	if spec.LogSize == 0 {
 		spec.LogSize = DefaultLogSize
 	}
@@ -66,9 +76,9 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	}
 	j := Job{
 		ID: "j_" + ulid.Make().String(), State: Queued, Task: spec.Task,
-		Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, PTY: spec.PTY,
+		Argv: spec.Argv, Env: spec.Env, PTY: spec.PTY,
 		CreatedAt: env.Now().UTC(), LogSize: spec.LogSize,
-		TTLSeconds: int64(spec.TTL / time.Second), MaxRunning: limit,
+		TTLSeconds: int64(spec.TTL / time.Second), MaxRunning: limit, Dir: dirPath,
 	}
 	dir := jobDir(env.Home, j.ID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -84,7 +94,7 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	defer logf.Close()
 	cmd := exec.Command(exe, "--store", env.Store.Path, "jobs", "supervise", j.ID)
 	cmd.Args[0] = "lm" // the multi-call name, whatever the file is called
-	cmd.Dir = j.Dir
+	cmd.Dir = confine.ProcPath(spec.Dir)
 	cmd.Env = op.ChildEnv(env.Environ, "LM_HOME="+env.Home)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -120,21 +130,36 @@ func maxRunning(env *op.Env) (int, error) {
 	return settings.MaxRunning, nil
 }
 
-// workDir resolves a job's working directory: root by default, else dir
-// (relative to root), which must stay under root after resolving symlinks.
-func workDir(root, dir string) (string, error) {
-	if dir == "" {
-		return root, nil
+// workDir opens a job's working directory beneath the caller's project:
+// the person's current directory, an agent's first root. dir is relative to
+// it (default the project itself) and may not leave it, through a symlink
+// either; the kernel checks that as the directory is opened.
+func workDir(env *op.Env, dir string) (*os.File, error) {
+	root, err := confine.For(env, "")
+	if err != nil {
+		return nil, err
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, dir)
+	defer root.Close()
+	outside := func() error {
+		return op.Errorf(op.KindDenied, "working directory %s is outside the project %s", dir, root.Dir).
+			WithCategory("outside_root").WithHint("jobs run inside the project directory")
 	}
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return "", op.Errorf(op.KindInvalid, "working directory %s does not exist", dir)
+	name, err := root.Resolve(dir)
+	if err != nil {
+		return nil, outside()
 	}
-	if !tasks.Within(dir, root) {
-		return "", op.Errorf(op.KindDenied, "working directory %s is outside the project %s", dir, root).
-			WithHint("jobs run inside the project directory")
+	f, err := root.OpenDir(name)
+	if confine.IsOutside(err) {
+		return nil, outside()
 	}
-	return filepath.Clean(dir), nil
+	if err == nil {
+		if st, serr := f.Stat(); serr != nil || !st.IsDir() {
+			f.Close()
+			err = fmt.Errorf("not a directory")
+		}
+	}
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "working directory %s does not exist", root.Abs(name))
+	}
+	return f, nil
 }

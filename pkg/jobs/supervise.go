@@ -196,10 +196,11 @@ func waiting(j Job, now time.Time) bool {
 // startChild starts the command with stdin closed, in a new process group
 // (or a new session with a controlling pty), and returns its output.
 // The child inherits the supervisor's environment (the one lm jobs start
-// was given) plus the job's own variables.
+// was given) plus the job's own variables, and the supervisor's working
+// directory: the one its starter opened and checked (j.Dir is that
+// directory's path, for people to read).
 func startChild(env *op.Env, j Job) (*exec.Cmd, io.ReadCloser, error) {
 	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
-	cmd.Dir = j.Dir
 	cmd.Env = op.ChildEnv(env.Environ, j.Env...)
 	if j.PTY {
 		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})

@@ -25,7 +25,9 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 	"call get_user_request again instead of ending your session."
 
 // NewServer builds an MCP server exposing ops. base is copied for every
-// call, with the client's name and progress reporting filled in. Only, when
+// call, with the client's name and progress reporting filled in, and, for a
+// caller other than the person, the roots its client declares (base.Roots
+// when it declares none). Only, when
 // not empty, limits the tools to those groups. Options are applied after
 // the defaults (the gateway's hub advertises listChanged, for one).
 //
@@ -44,6 +46,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
+	roots := followRoots(s)
 	hooks := s.GetHooks()
 	if hooks == nil {
 		hooks = &server.Hooks{}
@@ -59,13 +62,13 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		if err != nil {
 			return nil, err
 		}
-		s.AddTool(tool, handler(s, o, base))
+		s.AddTool(tool, handler(s, o, base, roots))
 	}
 	for _, r := range registry.Resources() {
 		if len(only) > 0 && !slices.Contains(only, r.Group) {
 			continue
 		}
-		addResource(s, r, base)
+		addResource(s, r, base, roots)
 	}
 	return s, nil
 }
@@ -93,13 +96,19 @@ func callersTools(ops []op.Operation, base op.Env) server.OnAfterListToolsFunc {
 
 // addResource serves an [op.Resource]: a fixed URI as a resource, a URI
 // template as a resource template. The value Read returns is sent as JSON.
-func addResource(s *server.MCPServer, r op.Resource, base op.Env) {
+func addResource(s *server.MCPServer, r op.Resource, base op.Env, roots *clientRoots) {
 	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		u, err := url.Parse(req.Params.URI)
 		if err != nil {
 			return nil, fmt.Errorf("resource URI %q: %w", req.Params.URI, err)
 		}
 		env := base
+		if c, ok := op.CallerFrom(ctx); ok {
+			env.Caller = c
+		}
+		if !env.Caller.IsPerson() {
+			env.Roots = roots.of(ctx, base.Roots)
+		}
 		out, err := r.Read(ctx, &env, u)
 		if err != nil {
 			return nil, err
@@ -160,10 +169,17 @@ func Tool(o op.Operation) (mcp.Tool, error) {
 	return t, nil
 }
 
-func handler(s *server.MCPServer, o op.Operation, base op.Env) server.ToolHandlerFunc {
+func handler(s *server.MCPServer, o op.Operation, base op.Env, roots *clientRoots) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		env := base
 		env.Client = clientName(ctx, req)
+		caller := base.Caller
+		if c, ok := op.CallerFrom(ctx); ok {
+			caller = c
+		}
+		if !caller.IsPerson() {
+			env.Roots = roots.of(ctx, base.Roots)
+		}
 		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
 			token := req.Params.Meta.ProgressToken
 			env.Progress = func(progress, total float64, message string) {

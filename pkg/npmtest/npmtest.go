@@ -34,19 +34,38 @@ func Bin(name string) (string, error) {
 	return bin, nil
 }
 
+// Script returns the path of a test client script in testdata/node
+// (for example "clients/roots.mjs"), run with node so that it finds the
+// pinned packages beside it.
+func Script(name string) (string, error) {
+	once.Do(install)
+	if installErr != nil {
+		return "", installErr
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("node is not installed: %w", err)
+	}
+	return filepath.Join(prefix, filepath.FromSlash(name)), nil
+}
+
 // Required reports whether a missing server fails a test instead of
 // skipping it (CI sets LM_REQUIRE_NODE=1).
 func Required() bool { return os.Getenv("LM_REQUIRE_NODE") != "" }
 
-// Skip reports why a test cannot have the server, or fails when CI requires
-// it. It returns the path otherwise.
+// Skip reports why a test cannot have the server (or, for a name ending
+// in .mjs, the client script), or fails when CI requires it. It returns the
+// path otherwise.
 func Skip(t interface {
 	Helper()
 	Skipf(string, ...any)
 	Fatalf(string, ...any)
 }, name string) string {
 	t.Helper()
-	bin, err := Bin(name)
+	find := Bin
+	if filepath.Ext(name) == ".mjs" {
+		find = Script
+	}
+	bin, err := find(name)
 	if err == nil {
 		return bin
 	}

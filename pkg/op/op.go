@@ -125,6 +125,11 @@ type Env struct {
 	// question requires Caller.Terminal. Its zero value is the least
 	// trusted caller.
 	Caller Caller
+	// Roots are the directories a caller other than the person is confined
+	// to (an agent's: its MCP client's roots, else where lm started, else the
+	// person's --root). Paths such a caller names resolve beneath them; with
+	// none, it reaches no files. The person is not confined by them.
+	Roots []string
 	// Grant is what the person who started the face allows its agents
 	// beyond the agent profile (lm mcp --allow).
 	Grant Grant

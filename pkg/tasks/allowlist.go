@@ -33,11 +33,22 @@ type Allowlist struct {
 	Entries []Entry `toml:"entries" json:"entries"`
 }
 
-// Entry is one rule.
+// Entry is one rule. Args, Env and Cwd widen what an agent may hand an
+// allowed task (see [Check]); lm's own, not dela's.
 type Entry struct {
 	Path  string   `toml:"path" json:"path"`
 	Scope Scope    `toml:"scope" json:"scope"`
 	Tasks []string `toml:"tasks,omitempty" json:"tasks,omitempty"`
+	// Args are patterns (* matches any run of characters) for the words an
+	// agent may give a runner that reads them itself (make's targets and
+	// VAR=value, mvn's goals…). Words other runners hand to the task need
+	// none.
+	Args []string `toml:"args,omitempty" json:"args,omitempty"`
+	// Env names the environment variables an agent may set for the task.
+	Env []string `toml:"env,omitempty" json:"env,omitempty"`
+	// Cwd lists directories, relative to the task's file, an agent may run
+	// the task in besides that file's own.
+	Cwd []string `toml:"cwd,omitempty" json:"cwd,omitempty"`
 }
 
 // Namespaces name the two allowlists: MCP's (deny by default, read-only
@@ -122,6 +133,12 @@ func (a Allowlist) Allows(t Task) bool { return a.Check(t) == Allowed }
 // and Task. Paths are compared after resolving symlinks, so a link cannot
 // widen or dodge a rule.
 func (a Allowlist) Check(t Task) Verdict {
+	v, _ := a.Match(t)
+	return v
+}
+
+// Match is [Check] with the entry that decided, when one allowed t.
+func (a Allowlist) Match(t Task) (Verdict, Entry) {
 	file := canonical(t.FilePath)
 	named := func(e Entry) bool {
 		return slices.Contains(e.Tasks, t.SourceName) || slices.Contains(e.Tasks, t.Name)
@@ -132,7 +149,7 @@ func (a Allowlist) Check(t Task) Verdict {
 		}
 		p := canonical(e.Path)
 		if len(e.Tasks) == 0 && within(file, p) || len(e.Tasks) > 0 && file == p && named(e) {
-			return Denied
+			return Denied, Entry{}
 		}
 	}
 	for _, scope := range []Scope{ScopeDirectory, ScopeFile, ScopeTask} {
@@ -144,20 +161,20 @@ func (a Allowlist) Check(t Task) Verdict {
 			switch scope {
 			case ScopeDirectory:
 				if within(file, p) {
-					return Allowed
+					return Allowed, e
 				}
 			case ScopeFile:
 				if file == p {
-					return Allowed
+					return Allowed, e
 				}
 			case ScopeTask:
 				if file == p && named(e) {
-					return Allowed
+					return Allowed, e
 				}
 			}
 		}
 	}
-	return Unlisted
+	return Unlisted, Entry{}
 }
 
 // PersonMayRun applies the human allowlist ($LM_HOME/allowlist.toml) to a

@@ -9,17 +9,18 @@ import (
 )
 
 // findTurbo reads turbo.json here, else at the git repository's root.
-func findTurbo(dir string) ([]Task, error) {
-	path := firstExisting(dir, "turbo.json")
+func findTurbo(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "turbo.json")
 	if path == "" {
 		if root := gitRoot(dir); root != "" && root != dir {
-			path = firstExisting(root, "turbo.json")
+			path = f.firstExisting(root, "turbo.json")
 		}
 	}
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}
@@ -60,13 +61,14 @@ var mavenPhases = []string{"clean", "validate", "compile", "test", "package", "v
 
 // findMaven lists Maven's lifecycle phases, run with ./mvnw when the
 // project has the wrapper.
-func findMaven(dir string) ([]Task, error) {
-	path := firstExisting(dir, "pom.xml")
+func findMaven(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "pom.xml")
 	if path == "" {
 		return nil, nil
 	}
 	mvn := "mvn"
-	if firstExisting(dir, "mvnw") != "" {
+	if f.firstExisting(dir, "mvnw") != "" {
 		mvn = "./mvnw"
 	}
 	var tasks []Task
@@ -83,17 +85,18 @@ var (
 
 // findGradle lists Gradle's common tasks and those the build file
 // declares, run with ./gradlew when the project has the wrapper.
-func findGradle(dir string) ([]Task, error) {
-	path := firstExisting(dir, "build.gradle", "build.gradle.kts")
+func findGradle(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "build.gradle", "build.gradle.kts")
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}
 	gradle := "gradle"
-	if firstExisting(dir, "gradlew") != "" {
+	if f.firstExisting(dir, "gradlew") != "" {
 		gradle = "./gradlew"
 	}
 	names := append([]string(nil), gradleCommon...)
@@ -114,12 +117,13 @@ func findGradle(dir string) ([]Task, error) {
 var cmakeTarget = regexp.MustCompile(`(?mi)^\s*add_custom_target\s*\(\s*([A-Za-z0-9_.+-]+)`)
 
 // findCMake lists add_custom_target targets, built in ./build.
-func findCMake(dir string) ([]Task, error) {
-	path := firstExisting(dir, "CMakeLists.txt")
+func findCMake(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "CMakeLists.txt")
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}
@@ -132,8 +136,9 @@ func findCMake(dir string) ([]Task, error) {
 }
 
 // findScripts lists the directory's *.sh scripts.
-func findScripts(dir string) ([]Task, error) {
-	entries, err := os.ReadDir(dir)
+func findScripts(f files) ([]Task, error) {
+	dir := f.dir
+	entries, err := f.readDir(dir)
 	if err != nil {
 		return nil, err
 	}

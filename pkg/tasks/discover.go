@@ -1,17 +1,21 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 )
 
-// A finder reads one kind of task file in dir. A missing file is no tasks;
-// a file that exists but cannot be parsed is an error naming it.
-type finder func(dir string) ([]Task, error)
+// A finder reads one kind of task file in f.dir. A missing file is no
+// tasks; a file that exists but cannot be parsed is an error naming it.
+type finder func(f files) ([]Task, error)
 
 // finders in dela's discovery order (so colliding names get dela's
 // suffixes), then the runners dela does not know.
@@ -26,6 +30,13 @@ var finders = []finder{
 // does not hide the rest. Names come from the files alone; an installed
 // runner with a machine-readable listing then supplies its own tasks.
 func Discover(dir string) (tasks []Task, problems []string, err error) {
+	return discover(dir, false)
+}
+
+// discover is Discover; beneath is for a caller confined to dir: files are
+// read beneath it, so a task file that is a link out of dir, or an include
+// from outside it, contributes no tasks, and its problems are not read out.
+func discover(dir string, beneath bool) (tasks []Task, problems []string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {
 		return nil, nil, err
@@ -33,19 +44,35 @@ func Discover(dir string) (tasks []Task, problems []string, err error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, nil, op.Errorf(op.KindNotFound, "%s is not a directory", dir)
 	}
+	project := files{dir: dir}
+	if beneath {
+		if project.root, err = confine.Open(dir); err != nil {
+			return nil, nil, err
+		}
+		defer project.root.Close()
+	}
+	inside := func(path string) bool { return !beneath || Within(path, dir) }
 	for _, find := range finders {
-		more, err := find(dir)
-		if err != nil {
+		more, err := find(project)
+		var fe *fileError
+		switch {
+		case err == nil:
+		case errors.As(err, &fe) && !inside(fe.path):
+			problems = append(problems, fe.path+": outside the project, not read")
+		default:
 			problems = append(problems, err.Error())
 		}
 		for _, t := range more {
-			if t.SourceName != "" { // a key "" names nothing a runner can run
+			// A key "" names nothing a runner can run, and one starting
+			// with "-" would be read as the runner's option.
+			if t.SourceName != "" && !strings.HasPrefix(t.SourceName, "-") && inside(t.FilePath) {
 				tasks = append(tasks, t)
 			}
 		}
 	}
 	uniqify(tasks)
 	tasks = preferListings(dir, tasks)
+	tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !inside(t.FilePath) })
 	found := map[string]bool{}
 	for i := range tasks {
 		tasks[i].finish(dir, found)
@@ -131,10 +158,55 @@ func Resolve(tasks []Task, name string) (Task, error) {
 		WithCategory("ambiguous_task").WithHint("use the name with its runner suffix")
 }
 
+// files reads a project's task files: the person's as named (a link in
+// their project may lead anywhere), anyone else's beneath the project root,
+// where a link out reads nothing.
+type files struct {
+	dir  string
+	root *confine.Root // nil for the person
+}
+
+// asNamed reads files as named, for deciding whether a runner's own listing
+// applies (the runner then reads its files itself).
+var asNamed files
+
+func (f files) readFile(path string) ([]byte, error) {
+	if f.root == nil {
+		return os.ReadFile(path)
+	}
+	rel, err := f.root.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.root.ReadFile(rel)
+}
+
+func (f files) stat(path string) (fs.FileInfo, error) {
+	if f.root == nil {
+		return os.Stat(path)
+	}
+	rel, err := f.root.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.root.Stat(rel)
+}
+
+func (f files) readDir(path string) ([]fs.DirEntry, error) {
+	if f.root == nil {
+		return os.ReadDir(path)
+	}
+	rel, err := f.root.Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.root.ReadDir(rel)
+}
+
 // readIfExists returns a file's content, or nil when it does not exist.
-func readIfExists(path string) ([]byte, bool, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+func (f files) readIfExists(path string) ([]byte, bool, error) {
+	data, err := f.readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -143,17 +215,24 @@ func readIfExists(path string) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// firstExisting returns the first of names that exists in dir.
-func firstExisting(dir string, names ...string) string {
+// firstExisting returns the first of names that is a regular file in dir.
+func (f files) firstExisting(dir string, names ...string) string {
 	for _, n := range names {
 		p := filepath.Join(dir, n)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		if st, err := f.stat(p); err == nil && st.Mode().IsRegular() {
 			return p
 		}
 	}
 	return ""
 }
 
-func parseErr(path string, err error) error {
-	return fmt.Errorf("%s: %w", path, err)
+// fileError is a task file that could not be read or parsed.
+type fileError struct {
+	path string
+	err  error
 }
+
+func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+func parseErr(path string, err error) error { return &fileError{path, err} }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -26,12 +27,12 @@ type ListOutput struct {
 }
 
 // List discovers the tasks in a directory.
-func List(_ context.Context, _ *op.Env, in ListInput) (ListOutput, error) {
-	dir, err := projectDir(in.Dir)
+func List(_ context.Context, env *op.Env, in ListInput) (ListOutput, error) {
+	dir, beneath, err := projectFor(env, in.Dir)
 	if err != nil {
 		return ListOutput{}, err
 	}
-	all, problems, err := Discover(dir)
+	all, problems, err := discover(dir, beneath)
 	if err != nil {
 		return ListOutput{}, err
 	}
@@ -56,13 +57,44 @@ func projectDir(dir string) (string, error) {
 	return abs, nil
 }
 
+// projectFor is a call's project directory: the person's dir as given
+// (default the working directory); anyone else's beneath its roots, where
+// discovery keeps to it (beneath is then true).
+func projectFor(env *op.Env, dir string) (string, bool, error) {
+	if env.Caller.IsPerson() {
+		abs, err := projectDir(dir)
+		return abs, false, err
+	}
+	root, err := confine.For(env, dir)
+	if err != nil {
+		return "", false, err
+	}
+	defer root.Close()
+	return root.Dir, true, nil
+}
+
 // Find discovers the tasks in dir and resolves name among them.
 func Find(dir, name string) (Task, error) {
 	dir, err := projectDir(dir)
 	if err != nil {
 		return Task{}, err
 	}
-	all, _, err := Discover(dir)
+	return find(dir, name, false)
+}
+
+// FindFor is [Find] in the caller's project: for anyone but the person,
+// beneath its roots, where a task file linked out of them defines nothing.
+func FindFor(env *op.Env, dir, name string) (Task, string, error) {
+	dir, beneath, err := projectFor(env, dir)
+	if err != nil {
+		return Task{}, "", err
+	}
+	t, err := find(dir, name, beneath)
+	return t, dir, err
+}
+
+func find(dir, name string, beneath bool) (Task, error) {
+	all, _, err := discover(dir, beneath)
 	if err != nil {
 		return Task{}, err
 	}
@@ -81,8 +113,8 @@ type ShowOutput struct {
 }
 
 // Show resolves a task name.
-func Show(_ context.Context, _ *op.Env, in ShowInput) (ShowOutput, error) {
-	t, err := Find(in.Dir, in.Name)
+func Show(_ context.Context, env *op.Env, in ShowInput) (ShowOutput, error) {
+	t, _, err := FindFor(env, in.Dir, in.Name)
 	return ShowOutput{Task: t}, err
 }
 
@@ -102,13 +134,12 @@ type CommandOutput struct {
 }
 
 // Command renders a task's command line.
-func Command(_ context.Context, _ *op.Env, in CommandInput) (CommandOutput, error) {
-	t, err := Find(in.Dir, in.Task)
+func Command(_ context.Context, env *op.Env, in CommandInput) (CommandOutput, error) {
+	t, dir, err := FindFor(env, in.Dir, in.Task)
 	if err != nil {
 		return CommandOutput{}, err
 	}
 	argv := t.WithArgs(in.Args)
-	dir, _ := projectDir(in.Dir)
 	return CommandOutput{Command: ShellQuote(argv), Argv: argv, Dir: dir, RunnerAvailable: t.RunnerAvailable}, nil
 }
 

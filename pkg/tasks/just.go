@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"os"
 	"regexp"
 	"strings"
 )
@@ -10,12 +9,13 @@ import (
 var justfileNames = []string{"justfile", "Justfile", ".justfile", "JUSTFILE"}
 
 // findJust reads the justfile's public recipes.
-func findJust(dir string) ([]Task, error) {
-	path := firstExisting(dir, justfileNames...)
+func findJust(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, justfileNames...)
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}

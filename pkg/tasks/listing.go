@@ -137,7 +137,7 @@ func extraName(t Task, taken map[string]bool) string {
 }
 
 func justListing(dir string) []string {
-	if firstExisting(dir, justfileNames...) == "" {
+	if asNamed.firstExisting(dir, justfileNames...) == "" {
 		return nil
 	}
 	return []string{"just", "--dump", "--dump-format", "json"}
@@ -153,7 +153,7 @@ type justModule struct {
 // decodeJustDump lists public recipes, those of modules as mod::recipe,
 // which is how just runs them.
 func decodeJustDump(dir string, out []byte) ([]Task, error) {
-	file := firstExisting(dir, justfileNames...)
+	file := asNamed.firstExisting(dir, justfileNames...)
 	var tasks []Task
 	var walk func(prefix string, raw []byte) error
 	walk = func(prefix string, raw []byte) error {
@@ -186,7 +186,7 @@ func decodeJustDump(dir string, out []byte) ([]Task, error) {
 }
 
 func taskListing(dir string) []string {
-	if firstExisting(dir, taskfileNames...) == "" {
+	if asNamed.firstExisting(dir, taskfileNames...) == "" {
 		return nil
 	}
 	return []string{"task", "--list-all", "--json"}
@@ -212,7 +212,7 @@ func decodeTaskList(dir string, out []byte) ([]Task, error) {
 	if err := json.Unmarshal(out, &root); err != nil {
 		return nil, err
 	}
-	main := firstExisting(dir, taskfileNames...)
+	main := asNamed.firstExisting(dir, taskfileNames...)
 	var tasks []Task
 	var walk func(ns *taskNamespace)
 	walk = func(ns *taskNamespace) {

@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -10,18 +9,19 @@ import (
 // Makefile) and the files it includes. Targets with % or starting with . or
 // _ are skipped; "## text" after the prerequisites, or on the line above,
 // is the description.
-func findMake(dir string) ([]Task, error) {
-	path := firstExisting(dir, "GNUmakefile", "makefile", "Makefile")
+func findMake(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "GNUmakefile", "makefile", "Makefile")
 	if path == "" {
 		return nil, nil
 	}
-	m := &makeReader{dir: dir, seen: map[string]bool{}, index: map[string]int{}}
+	m := &makeReader{f: f, seen: map[string]bool{}, index: map[string]int{}}
 	err := m.read(path)
 	return m.tasks, err
 }
 
 type makeReader struct {
-	dir   string
+	f     files
 	seen  map[string]bool
 	index map[string]int // target → position in tasks
 	tasks []Task
@@ -32,7 +32,7 @@ func (m *makeReader) read(path string) error {
 		return nil
 	}
 	m.seen[path] = true
-	data, err := os.ReadFile(path)
+	data, err := m.f.readFile(path)
 	if err != nil {
 		return parseErr(path, err)
 	}
@@ -51,7 +51,7 @@ func (m *makeReader) read(path string) error {
 		// GNU make resolves include paths against its working directory.
 		pattern := inc
 		if !filepath.IsAbs(pattern) {
-			pattern = filepath.Join(m.dir, pattern)
+			pattern = filepath.Join(m.f.dir, pattern)
 		}
 		files, _ := filepath.Glob(pattern)
 		for _, f := range files {

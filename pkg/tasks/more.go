@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,13 +13,14 @@ import (
 
 // findCargo reads the aliases in .cargo/config.toml and cargo-make's
 // Makefile.toml tasks.
-func findCargo(dir string) ([]Task, error) {
+func findCargo(f files) ([]Task, error) {
+	dir := f.dir
 	var tasks []Task
-	if path := firstExisting(dir, ".cargo/config.toml", ".cargo/config"); path != "" {
+	if path := f.firstExisting(dir, ".cargo/config.toml", ".cargo/config"); path != "" {
 		var cfg struct {
 			Alias map[string]any `toml:"alias"`
 		}
-		data, err := os.ReadFile(path)
+		data, err := f.readFile(path)
 		if err == nil {
 			err = toml.Unmarshal(data, &cfg)
 		}
@@ -31,14 +31,14 @@ func findCargo(dir string) ([]Task, error) {
 			tasks = append(tasks, newTask("cargo", name, path, describe(cfg.Alias[name]), "cargo", name))
 		}
 	}
-	if path := firstExisting(dir, "Makefile.toml"); path != "" {
+	if path := f.firstExisting(dir, "Makefile.toml"); path != "" {
 		var mk struct {
 			Tasks map[string]struct {
 				Description string `toml:"description"`
 				Private     bool   `toml:"private"`
 			} `toml:"tasks"`
 		}
-		data, err := os.ReadFile(path)
+		data, err := f.readFile(path)
 		if err == nil {
 			err = toml.Unmarshal(data, &mk)
 		}
@@ -64,7 +64,8 @@ var (
 
 // findMise reads [tasks] in mise's config files and the file tasks in its
 // task directories.
-func findMise(dir string) ([]Task, error) {
+func findMise(f files) ([]Task, error) {
+	dir := f.dir
 	var tasks []Task
 	seen := map[string]bool{}
 	add := func(t Task) {
@@ -75,7 +76,7 @@ func findMise(dir string) ([]Task, error) {
 	}
 	for _, name := range miseConfigs {
 		path := filepath.Join(dir, name)
-		data, ok, err := readIfExists(path)
+		data, ok, err := f.readIfExists(path)
 		if !ok {
 			if err != nil {
 				return tasks, parseErr(path, err)
@@ -96,26 +97,25 @@ func findMise(dir string) ([]Task, error) {
 		}
 	}
 	for _, sub := range miseTaskDirs {
-		entries, _ := os.ReadDir(filepath.Join(dir, sub))
+		entries, _ := f.readDir(filepath.Join(dir, sub))
 		for _, e := range entries {
 			info, err := e.Info()
 			if err != nil || !info.Mode().IsRegular() || info.Mode()&0o111 == 0 {
 				continue
 			}
 			path := filepath.Join(dir, sub, e.Name())
-			add(newTask("mise", e.Name(), path, fileTaskDescription(path), "mise", "run", e.Name()))
+			add(newTask("mise", e.Name(), path, fileTaskDescription(f, path), "mise", "run", e.Name()))
 		}
 	}
 	return tasks, nil
 }
 
-func fileTaskDescription(path string) string {
-	f, err := os.Open(path)
+func fileTaskDescription(f files, path string) string {
+	data, err := f.readFile(path)
 	if err != nil {
 		return ""
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	for n := 0; sc.Scan() && n < 20; n++ {
 		if m := miseDescription.FindStringSubmatch(sc.Text()); m != nil {
 			return m[1]
@@ -125,12 +125,13 @@ func fileTaskDescription(path string) string {
 }
 
 // findDeno reads the tasks of deno.json or deno.jsonc.
-func findDeno(dir string) ([]Task, error) {
-	path := firstExisting(dir, "deno.json", "deno.jsonc")
+func findDeno(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "deno.json", "deno.jsonc")
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}

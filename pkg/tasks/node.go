@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 )
 
 // findNode reads package.json scripts, run by the package manager the
 // project uses: the packageManager field, else its lockfile, else npm.
-func findNode(dir string) ([]Task, error) {
+func findNode(f files) ([]Task, error) {
+	dir := f.dir
 	path := filepath.Join(dir, "package.json")
-	data, ok, err := readIfExists(path)
+	data, ok, err := f.readIfExists(path)
 	if !ok {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func findNode(dir string) ([]Task, error) {
 	if err := json.Unmarshal(data, &pkg); err != nil {
 		return nil, parseErr(path, err)
 	}
-	pm := packageManager(dir, pkg.PackageManager)
+	pm := packageManager(f, pkg.PackageManager)
 	var tasks []Task
 	err = eachKey(pkg.Scripts, func(name string, raw json.RawMessage) error {
 		var script string
@@ -42,7 +42,7 @@ func findNode(dir string) ([]Task, error) {
 
 // packageManager decides from the project's files alone, so the same
 // checkout gives the same names everywhere.
-func packageManager(dir, field string) string {
+func packageManager(f files, field string) string {
 	if name, _, _ := strings.Cut(field, "@"); name != "" {
 		switch name {
 		case "npm", "yarn", "pnpm", "bun":
@@ -53,7 +53,7 @@ func packageManager(dir, field string) string {
 		{"package-lock.json", "npm"}, {"yarn.lock", "yarn"}, {"pnpm-lock.yaml", "pnpm"},
 		{"bun.lockb", "bun"}, {"bun.lock", "bun"},
 	} {
-		if _, err := os.Stat(filepath.Join(dir, lock.file)); err == nil {
+		if _, err := f.stat(filepath.Join(f.dir, lock.file)); err == nil {
 			return lock.pm
 		}
 	}

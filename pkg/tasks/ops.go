@@ -28,18 +28,20 @@ func Ops() []op.Operation {
 		}, Show),
 		op.New(op.Meta{
 			Name: "get_command", Path: []string{"tasks", "command"},
-			Callers:     op.Agents,
-			Summary:     "Print the shell command that runs a task, without running it",
-			Description: "Arguments after the task name are appended as separate, quoted words.",
-			Examples:    "lm tasks command test -- -run TestX -r --jq .command",
-			Args:        []string{"task", "args"},
-			Effect:      op.ReadOnly, Idempotent: true,
+			Callers: op.Agents,
+			Summary: "Print the shell command that runs a task, without running it",
+			Description: "Arguments after the task name are placed where the task's runner hands them to the task (after npm's --, …; see the README), " +
+				"as separate, quoted words. lm's own flags go before --: every word after it is the task's.",
+			Examples: "lm tasks command -r --jq .command test -- -run TestX",
+			Args:     []string{"task", "args"},
+			Effect:   op.ReadOnly, Idempotent: true,
 		}, Command),
 		op.New(op.Meta{
 			Name: "tasks_run", Path: []string{"tasks", "run"},
 			Callers: op.PersonOnly,
 			Summary: "Run a task in the foreground on this terminal; its exit status passes through",
 			Description: "For people: the task inherits stdin, stdout and stderr, and lm prints nothing itself. Use `lm jobs start` to run it in the background. " +
+				"Words after -- are the task's, placed where its runner hands them to it (npm run NAME -- WORDS, …). " +
 				"A Deny entry in the human allowlist ($LM_HOME/allowlist.toml, `lm tasks deny NAME --namespace human`) refuses the task; without one it runs.",
 			Examples: "lm tasks run build\nlm tasks run test -- -v",
 			Args:     []string{"name", "args"},

@@ -10,9 +10,10 @@ import (
 
 // findPython reads pyproject.toml: [project.scripts] (uv), poetry scripts,
 // poe tasks, pdm scripts and hatch environment scripts, in that order.
-func findPython(dir string) ([]Task, error) {
+func findPython(f files) ([]Task, error) {
+	dir := f.dir
 	path := filepath.Join(dir, "pyproject.toml")
-	data, ok, err := readIfExists(path)
+	data, ok, err := f.readIfExists(path)
 	if !ok {
 		return nil, err
 	}

@@ -34,17 +34,6 @@ func newTask(runner, source, file, desc string, argv ...string) Task {
 	return Task{SourceName: source, Runner: runner, FilePath: file, Description: desc, Argv: argv}
 }
 
-// WithArgs returns the argument vector that runs t with extra arguments.
-// Arguments are appended as separate words, never joined into a shell
-// string, so metacharacters in them are inert.
-func (t Task) WithArgs(args []string) []string {
-	argv := append([]string(nil), t.Argv...)
-	if t.Runner == "task" && len(args) > 0 {
-		argv = append(argv, "--") // go-task passes what follows -- as CLI_ARGS
-	}
-	return append(argv, args...)
-}
-
 // finish fills the fields derived from the argument vector; found caches
 // PATH lookups, which would otherwise dominate discovery.
 func (t *Task) finish(dir string, found map[string]bool) {

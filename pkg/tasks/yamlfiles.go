@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,22 +17,23 @@ var taskfileNames = []string{
 // findTaskfile reads the Taskfile and its local includes, whose tasks are
 // namespaced ns:task. Remote and templated includes are left out; internal
 // tasks are hidden as `task --list-all` hides them.
-func findTaskfile(dir string) ([]Task, error) {
-	path := firstExisting(dir, taskfileNames...)
+func findTaskfile(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, taskfileNames...)
 	if path == "" {
 		return nil, nil
 	}
 	var tasks []Task
-	err := readTaskfile(path, "", map[string]bool{}, &tasks)
+	err := readTaskfile(f, path, "", map[string]bool{}, &tasks)
 	return tasks, err
 }
 
-func readTaskfile(path, ns string, seen map[string]bool, out *[]Task) error {
+func readTaskfile(f files, path, ns string, seen map[string]bool, out *[]Task) error {
 	if seen[path] {
 		return nil
 	}
 	seen[path] = true
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return parseErr(path, err)
 	}
@@ -81,16 +81,16 @@ func readTaskfile(path, ns string, seen map[string]bool, out *[]Task) error {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(filepath.Dir(path), target)
 		}
-		if st, err := os.Stat(target); err == nil && st.IsDir() {
-			target = firstExisting(target, taskfileNames...)
+		if st, err := f.stat(target); err == nil && st.IsDir() {
+			target = f.firstExisting(target, taskfileNames...)
 		}
 		if target == "" {
 			continue
 		}
-		if _, err := os.Stat(target); err != nil {
+		if _, err := f.stat(target); err != nil {
 			continue // optional or missing includes do not hide the rest
 		}
-		if err := readTaskfile(target, ns+name+":", seen, out); err != nil {
+		if err := readTaskfile(f, target, ns+name+":", seen, out); err != nil {
 			return err
 		}
 	}
@@ -113,10 +113,11 @@ func mappingPairs(n *yaml.Node) func(func(string, *yaml.Node) bool) {
 
 // findActions lists GitHub Actions workflows, one task per file, run
 // locally by act.
-func findActions(dir string) ([]Task, error) {
+func findActions(f files) ([]Task, error) {
+	dir := f.dir
 	var tasks []Task
 	for _, sub := range []string{".github/workflows", "workflows", "custom/workflows", ".gitlab/workflows"} {
-		entries, _ := os.ReadDir(filepath.Join(dir, sub))
+		entries, _ := f.readDir(filepath.Join(dir, sub))
 		for _, e := range entries {
 			ext := filepath.Ext(e.Name())
 			if e.IsDir() || (ext != ".yml" && ext != ".yaml") {
@@ -126,7 +127,7 @@ func findActions(dir string) ([]Task, error) {
 			var wf struct {
 				Name string `yaml:"name"`
 			}
-			if data, err := os.ReadFile(path); err == nil {
+			if data, err := f.readFile(path); err == nil {
 				yaml.Unmarshal(data, &wf) // the name is only a description
 			}
 			rel := filepath.Join(sub, e.Name())
@@ -138,8 +139,9 @@ func findActions(dir string) ([]Task, error) {
 
 // findCompose reads the first Docker Compose file: up, down and one run
 // task per service.
-func findCompose(dir string) ([]Task, error) {
-	path := firstExisting(dir, "docker-compose.yml", "docker-compose.yaml", "compose.yml", "compose.yaml")
+func findCompose(f files) ([]Task, error) {
+	dir := f.dir
+	path := f.firstExisting(dir, "docker-compose.yml", "docker-compose.yaml", "compose.yml", "compose.yaml")
 	explicit := false
 	if path == "" {
 		matches, _ := filepath.Glob(filepath.Join(dir, "docker-compose.*.y*ml"))
@@ -148,7 +150,7 @@ func findCompose(dir string) ([]Task, error) {
 		}
 		path, explicit = matches[0], true
 	}
-	data, err := os.ReadFile(path)
+	data, err := f.readFile(path)
 	if err != nil {
 		return nil, parseErr(path, err)
 	}

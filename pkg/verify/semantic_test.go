@@ -75,7 +75,7 @@ func runSemantic(t *testing.T, url, modelName string, checks ...Check) Output {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir(), Environ: environ}, in)
+	out, err := Verify(context.Background(), &op.Env{Home: t.TempDir(), Environ: environ, Caller: op.Person()}, in)
 	if err != nil {
 		t.Fatal(err)
 	}

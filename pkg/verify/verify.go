@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"go.yaml.in/yaml/v3"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/envelope"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/op"
@@ -74,18 +74,22 @@ func (in *Input) Validate() error {
 	if sources != 1 {
 		return op.Errorf(op.KindInvalid, "give the checklist exactly once: checks, --checks FILE or JSON on stdin")
 	}
-	var err error
-	switch {
-	case in.ChecksFile != "":
-		in.Checks, err = readChecklist(in.ChecksFile)
-	case in.Checklist != "":
-		in.Checks, err = decodeChecklist([]byte(in.Checklist), "json")
+	if in.ChecksFile != "" {
+		return nil // read and checked by Verify, which knows the caller's root
 	}
-	if err != nil {
-		return err
+	if in.Checklist != "" {
+		var err error
+		if in.Checks, err = decodeChecklist([]byte(in.Checklist), "json"); err != nil {
+			return err
+		}
 	}
+	return checkEntries(in.Checks)
+}
+
+// checkEntries checks every entry of a checklist.
+func checkEntries(checks []Check) error {
 	ids := map[string]bool{}
-	for i, c := range in.Checks {
+	for i, c := range checks {
 		where := fmt.Sprintf("check %d (%q)", i+1, c.ID)
 		switch {
 		case c.ID == "":
@@ -110,9 +114,13 @@ func (in *Input) Validate() error {
 	return nil
 }
 
-// readChecklist reads a checklist file, its format from the extension.
-func readChecklist(path string) ([]Check, error) {
-	data, err := os.ReadFile(path)
+// readChecklist reads a checklist file, its format from the extension: the
+// person's from anywhere, anyone else's beneath the root.
+func readChecklist(env *op.Env, root *confine.Root, path string) ([]Check, error) {
+	data, err := confine.ReadInput(env, root, path, extract.DefaultMaxFileBytes)
+	if confine.IsOutside(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "read checklist: %v", err)
 	}
@@ -177,12 +185,18 @@ type Output = envelope.Result[Data]
 
 // Verify runs the checklist. The CLI exits 8 when any check did not pass.
 func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
-	root, err := extract.NewRoot(in.Root, in.AllowOutsideRoot)
-	if root != nil {
-		root.Environ = env.Environ
-	}
+	root, err := confine.ForOutside(env, in.Root, in.AllowOutsideRoot)
 	if err != nil {
 		return Output{}, err
+	}
+	defer root.Close()
+	if in.ChecksFile != "" {
+		if in.Checks, err = readChecklist(env, root, in.ChecksFile); err != nil {
+			return Output{}, err
+		}
+		if err := checkEntries(in.Checks); err != nil {
+			return Output{}, err
+		}
 	}
 	files := &fileCache{root: root, entries: map[string]*cached{}}
 	var semantic *judge
@@ -230,7 +244,7 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 
 // fileCache reads each file once and scans its symbols at most once.
 type fileCache struct {
-	root    *extract.Root
+	root    *confine.Root
 	entries map[string]*cached
 	read    int64
 }
@@ -253,15 +267,22 @@ func (fc *fileCache) get(name string) *cached {
 	}
 	e := &cached{size: -1}
 	fc.entries[name] = e
-	path, err := fc.root.Resolve(name)
-	if err != nil {
+	outside := func(err error) *cached {
 		e.err = &Result{Status: "error", Evidence: "not found", Reason: err.Error(), ErrorCategory: "outside_root"}
 		return e
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+	path, err := fc.root.Resolve(name)
+	if err != nil {
+		return outside(err)
+	}
+	st, err := fc.root.Stat(path)
+	if confine.IsOutside(err) {
+		return outside(err)
+	}
+	if err == nil && st.Mode().IsRegular() {
 		e.size = st.Size()
 	}
-	content, category, err := extract.ReadText(path, extract.DefaultMaxFileBytes)
+	content, category, err := extract.ReadText(fc.root, path, extract.DefaultMaxFileBytes)
 	if err != nil {
 		e.err = &Result{Status: "error", Evidence: "not read", Reason: fmt.Sprintf("%s: %v", name, err), ErrorCategory: category}
 		if category == "file_not_found" {
@@ -269,7 +290,7 @@ func (fc *fileCache) get(name string) *cached {
 		}
 		return e
 	}
-	e.path, e.content = path, content
+	e.path, e.content = fc.root.Abs(path), content
 	fc.read += int64(len(content))
 	return e
 }
@@ -318,7 +339,7 @@ func (fc *fileCache) symbolCheck(c Check, e *cached) Result {
 		if extract.LanguageOf(c.File) == "" {
 			e.scanErr = fmt.Errorf("unsupported language for %s", c.File)
 		} else {
-			e.symbols, _, e.scanErr = fc.root.ScanFile(e.path, e.content)
+			e.symbols, _, e.scanErr = extract.ScanFile(fc.root, e.path, e.content)
 		}
 	}
 	if e.scanErr != nil {

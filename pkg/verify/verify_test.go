@@ -27,7 +27,7 @@ func TestVerify(t *testing.T) {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Verify(context.Background(), &op.Env{}, in)
+	out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestBinaryAndOversizedFilesAreSkipped(t *testing.T) {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := Verify(context.Background(), &op.Env{}, in)
+	out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestAllowOutsideRoot(t *testing.T) {
 	os.WriteFile(filepath.Join(parent, "shared.go"), []byte("package shared\n"), 0o644)
 	checks := []Check{{ID: "s", File: "../shared.go", Condition: Condition{Type: "contains", Value: "package shared"}}}
 	for _, allow := range []bool{false, true} {
-		out, err := Verify(context.Background(), &op.Env{}, Input{Root: root, AllowOutsideRoot: allow, Checks: checks})
+		out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, Input{Root: root, AllowOutsideRoot: allow, Checks: checks})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestExportsOnRealCode(t *testing.T) {
 		if err := in.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := Verify(context.Background(), &op.Env{}, in)
+		out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, in)
 		if err != nil {
 			t.Fatal(err)
 		}

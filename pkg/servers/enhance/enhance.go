@@ -199,7 +199,7 @@ func (e *Enhancer) Enhance(ctx context.Context, client, prompt string) (Result, 
 			return Result{}, fmt.Errorf("enhance: cache key: %w", err)
 		}
 		if v, ok := e.cache.Get(key); ok {
-			res.Prompt, res.Enhanced, res.Model, res.Cached = v.(string), true, name, true
+			res.Prompt, res.Enhanced, res.Model, res.Cached, res.Category = v.(string), true, name, true, ""
 			return res, nil
 		}
 		enhanced, tokens, err := e.ask(ctx, cfg, name, rule.SystemPrompt, prompt)
@@ -213,7 +213,9 @@ func (e *Enhancer) Enhance(ctx context.Context, client, prompt string) (Result, 
 			continue
 		}
 		e.cache.Put(key, enhanced)
-		res.Prompt, res.Enhanced, res.Model = enhanced, true, name
+		// A model further down the chain answered: the earlier failures'
+		// category described an unchanged prompt, which this is not.
+		res.Prompt, res.Enhanced, res.Model, res.Category = enhanced, true, name, ""
 		return res, nil
 	}
 	return unchanged("no model could enhance it (" + strings.Join(failures, "; ") + ")")

@@ -193,6 +193,10 @@ func TestFallbackChain(t *testing.T) {
 	if !res.Enhanced || res.Model != "phi3:mini" || res.Prompt != "Polished by the fallback." {
 		t.Fatalf("%+v", res)
 	}
+	// The first model's failure does not make an enhanced answer an error.
+	if res.Category != "" || res.Reason != "" {
+		t.Errorf("an enhanced answer carries the first model's failure: %+v", res)
+	}
 	var asked []string
 	for _, c := range o.calls() {
 		asked = append(asked, c.Model)

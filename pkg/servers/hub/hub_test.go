@@ -250,7 +250,7 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 
 func TestCacheHitsAndInvalidation(t *testing.T) {
 	everything := npmtest.Skip(t, "mcp-server-everything")
-	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "cache_tools": {"get-sum": ["a", "b"]}}}}`)
+	h, url := startHub(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true, "cache_tools": {"get-sum": ["a", "b"]}, "cache_resources": ["demo://*/*/*/*"]}}}`)
 	settled(t, h, "everything")
 	cl := connect(t, url+"/mcp")
 	for i := 0; i < 2; i++ {

@@ -170,7 +170,8 @@ func TestResourcesOnMCPAreNamespaced(t *testing.T) {
 // own, and drops the cached read.
 func TestResourceUpdatesAreRelayedNamespaced(t *testing.T) {
 	everything := npmtest.Skip(t, "mcp-server-everything")
-	h, base := startHubWith(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true}}}`, io.Discard, true)
+	h, base := startHubWith(t, `{"mcpServers": {"everything": {"command": "`+everything+`", "auto_start": true,
+		"cache_resources": ["demo://resource/static/document/*"]}}}`, io.Discard, true)
 	settled(t, h, "everything")
 	agg := connect(t, base+"/mcp", transport.WithContinuousListening())
 	own := connect(t, base+"/mcp/everything", transport.WithContinuousListening())

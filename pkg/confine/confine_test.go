@@ -1,0 +1,213 @@
+package confine
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+const secret = "SECRET-7f2e"
+
+// layout is a root with every way out a caller might try, beside the
+// directory it leads to.
+func layout(t *testing.T) (root, outside string) {
+	t.Helper()
+	root, outside = t.TempDir(), t.TempDir()
+	write := func(path, body string) {
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(outside, "secret.txt"), secret)
+	write(filepath.Join(root, "in.txt"), "inside")
+	write(filepath.Join(root, "d", "deep.txt"), "deep")
+	write(filepath.Join(root, "caf\xe9", "n\xff.txt"), "not UTF-8")
+	for link, target := range map[string]string{
+		"abs-file":     filepath.Join(outside, "secret.txt"),
+		"abs-dir":      outside,
+		"rel-file":     "../" + filepath.Base(outside) + "/secret.txt",
+		"d/up":         "../..",
+		"inner":        "d",
+		"\xfe-out":     outside,
+		"d/inner-file": "deep.txt",
+	} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, outside
+}
+
+var waysOut = []string{
+	"../x", "abs-file", "abs-dir/secret.txt", "rel-file", "d/up/" + "x", "\xfe-out/secret.txt", "d/../../x",
+}
+
+// Every way out is refused by every way in, as outside_root, and nothing
+// outside is read.
+func TestNothingLeavesTheRoot(t *testing.T) {
+	root, outside := layout(t)
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	names := append(slices.Clone(waysOut), filepath.Join(outside, "secret.txt"), filepath.Join(root, "abs-file"))
+	for _, name := range names {
+		rel, err := r.Resolve(name)
+		if err != nil {
+			if !IsOutside(err) {
+				t.Errorf("resolve %q: %v, want outside_root", name, err)
+			}
+			continue
+		}
+		if _, err := r.Stat(rel); !IsOutside(err) && !os.IsNotExist(err) {
+			t.Errorf("stat %q: %v", name, err)
+		}
+		if data, err := r.ReadFile(rel); err == nil || strings.Contains(string(data), secret) {
+			t.Errorf("read %q: %q, %v", name, data, err)
+		}
+		if fd, err := r.OpenFD(rel); err == nil {
+			unix.Close(fd)
+			t.Errorf("openat2 %q succeeded", name)
+		}
+		if data, err := r.ReadLimited(rel, 1<<20); err == nil {
+			t.Errorf("read limited %q: %q", name, data)
+		}
+		if f, err := r.OpenDir(rel); err == nil {
+			f.Close()
+			t.Errorf("open dir %q succeeded", name)
+		}
+		if _, err := r.WriteFile(rel+"/new", []byte("x"), true); err == nil {
+			t.Errorf("write %q succeeded", name)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+		t.Errorf("written outside: %v", entries)
+	}
+	// Links that stay inside work, and a walk does not follow links.
+	if data, err := r.ReadFile("inner/inner-file"); err != nil || string(data) != "deep" {
+		t.Errorf("a link inside: %q, %v", data, err)
+	}
+	files, err := r.Files(context.Background(), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"caf\xe9/n\xff.txt", "d/deep.txt", "in.txt"}; !slices.Equal(files, want) {
+		t.Errorf("walk: %q, want %q", files, want)
+	}
+	if files, err := r.Files(context.Background(), "abs-dir"); !IsOutside(err) || len(files) > 0 {
+		t.Errorf("walk through a link out: %q, %v", files, err)
+	}
+}
+
+// The person's allow_outside_root opens names outside as given.
+func TestOutsideIsThePersonsChoice(t *testing.T) {
+	root, outside := layout(t)
+	person := &op.Env{Caller: op.Person()}
+	r, err := ForOutside(person, root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{"abs-file", "rel-file", filepath.Join(outside, "secret.txt"), "../" + filepath.Base(outside) + "/secret.txt"} {
+		rel, err := r.Resolve(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fd, err := r.OpenFD(rel)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		f := os.NewFile(uintptr(fd), name)
+		data, _ := io.ReadAll(f)
+		f.Close()
+		if string(data) != secret {
+			t.Errorf("%s: %q", name, data)
+		}
+	}
+	// An agent reaches outside only when the person granted it the field
+	// (op.Operation.Call refuses it otherwise, before any handler runs).
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{root}}
+	for _, granted := range []bool{false, true} {
+		r, err := ForOutside(agent, "", granted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := r.Resolve(filepath.Join(outside, "secret.txt"))
+		if err == nil {
+			_, err = r.ReadFile(rel)
+		}
+		if (err == nil) != granted {
+			t.Errorf("granted %v: %v", granted, err)
+		}
+		r.Close()
+	}
+}
+
+// An agent's root may only narrow its roots: a directory beneath them is
+// fine, anything else (outside, through a link, none at all) is refused.
+func TestAgentRootsOnlyNarrow(t *testing.T) {
+	root, outside := layout(t)
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{root}}
+	for _, dir := range []string{"", "d", filepath.Join(root, "d"), "inner"} {
+		r, err := For(agent, dir)
+		if err != nil {
+			t.Errorf("%q: %v", dir, err)
+			continue
+		}
+		if _, err := r.Resolve("../in.txt"); dir != "" && !IsOutside(err) {
+			t.Errorf("%q: a narrowed root lets .. out: %v", dir, err)
+		}
+		r.Close()
+	}
+	for _, dir := range []string{outside, "..", "abs-dir", "d/up", "\xfe-out", "/"} {
+		if r, err := For(agent, dir); err == nil {
+			r.Close()
+			t.Errorf("%q: opened", dir)
+		} else if op.KindOf(err) != op.KindDenied {
+			t.Errorf("%q: %v, want denied", dir, err)
+		}
+	}
+	if _, err := For(&op.Env{}, ""); op.KindOf(err) != op.KindDenied {
+		t.Errorf("a caller without roots: %v", err)
+	}
+}
+
+// Writes never land in git's files or lm's home, however they are named.
+func TestProtectedDirectories(t *testing.T) {
+	root, _ := layout(t)
+	for _, dir := range []string{".git/hooks", "bare.git/refs", "bare.git/objects", "home"} {
+		os.MkdirAll(filepath.Join(root, dir), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "bare.git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	os.Symlink(".git", filepath.Join(root, "gitlink"))
+	env := &op.Env{Caller: op.Person(), Home: filepath.Join(root, "home")}
+	r, err := For(env, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{".git/config", ".git/hooks/pre-commit", ".GIT/config", "sub/.git", "gitlink/config", "bare.git/config", "bare.git/hooks/x", "home/mcp_allowlist.toml", "home/new/x"} {
+		if _, err := r.WriteFile(name, []byte("x"), true); op.KindOf(err) != op.KindDenied {
+			t.Errorf("%s: %v, want denied", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, ".git", "config")); err == nil {
+		t.Error("wrote .git/config")
+	}
+	if path, err := r.WriteFile("docs/\xffok.md", []byte("x"), false); err != nil || path != filepath.Join(root, "docs", "\xffok.md") {
+		t.Errorf("an ordinary file: %s, %v", path, err)
+	}
+	if _, err := r.WriteFile("docs/\xffok.md", []byte("y"), false); op.KindOf(err) != op.KindConflict {
+		t.Errorf("replacing without force: %v", err)
+	}
+}
