@@ -31,18 +31,12 @@ type route struct {
 	// approves: the caller is the person at the page, whose request is the
 	// approval of the call it runs (recorded as approved in the history).
 	approves bool
-	// cliFields are input fields for lm's command line only (KEY=VALUE
-	// words), which the route neither takes nor documents.
-	cliFields []string
 }
 
 // notInBody are the operation's fields a route's body does not take: those
 // its path gives and those of the command line only.
-func (rt route) notInBody() []string { return append(wildcards(rt.path), rt.cliFields...) }
-
-// bodyFields are the fields a route's body may hold.
-func (rt route) bodyFields(schema *jsonschema.Schema) []string {
-	return slices.DeleteFunc(op.FieldNames(schema), func(name string) bool { return slices.Contains(rt.notInBody(), name) })
+func (rt route) notInBody(o op.Operation) []string {
+	return append(wildcards(rt.path), o.Info().CLIFields...)
 }
 
 // apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
@@ -58,7 +52,7 @@ var apiRoutes = []route{
 	{method: "DELETE", path: "/api/instructions/{id}", tool: "queue_rm", summary: "Delete a pending instruction (409 once consumed)", status: 204},
 	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
 	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
-	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true, cliFields: []string{"assign"}},
+	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true},
 	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
 	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
 	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},
@@ -71,7 +65,7 @@ func (s *Server) apiHandler(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		input, err := requestInput(r, rt, o)
 		if err != nil {
-			writeError(w, requestErrorStatus(err), err)
+			writeError(w, statusFor(err, http.StatusBadRequest), err)
 			return
 		}
 		env := s.opts.Env
@@ -121,11 +115,6 @@ func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, e
 		}
 	}
 	schema := o.InputSchema()
-	if rt.body {
-		if err := checkBodyFields(rt, schema, fields); err != nil {
-			return nil, err
-		}
-	}
 	for name, values := range r.URL.Query() {
 		fields[name] = queryValue(op.SchemaTypes(schemaProp(schema, name)), values[len(values)-1])
 	}
@@ -137,35 +126,6 @@ func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, e
 		return nil, op.Errorf(op.KindInvalid, "encode input: %w", err)
 	}
 	return raw, nil
-}
-
-// checkBodyFields refuses fields the route does not take, listing those it
-// does (the operation would list its command-line fields too).
-func checkBodyFields(rt route, schema *jsonschema.Schema, fields map[string]any) error {
-	accepted := rt.bodyFields(schema)
-	var unknown []string
-	for name := range fields {
-		if !slices.Contains(accepted, name) && !slices.Contains(wildcards(rt.path), name) {
-			unknown = append(unknown, strconv.Quote(name))
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	return op.Errorf(op.KindInvalid, "unknown field %s", strings.Join(unknown, ", ")).
-		WithHint("accepted fields: %s", strings.Join(accepted, ", "))
-}
-
-// requestErrorStatus is 400 for a body that is not a JSON object (or too
-// large to read) and 422 for an object with fields the route does not take,
-// as for any other invalid input.
-func requestErrorStatus(err error) int {
-	switch op.EnvelopeOf(err).ErrorCategory {
-	case "bad_json", "body_too_large":
-		return http.StatusBadRequest
-	}
-	return statusFor(err, http.StatusUnprocessableEntity)
 }
 
 // decodeObject decodes a body that must be exactly one JSON object (not
