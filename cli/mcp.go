@@ -22,7 +22,8 @@ func (a *app) mcpCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "mcp",
 		Usage: "Serve lm's operations as MCP tools over stdio",
-		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; logs go to stderr. " +
+		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; errors go to stderr, and each tool call is logged to " +
+			"$LM_HOME/mcp.log (--log). " +
 			"It needs nothing in the environment but HOME (or LM_HOME / --store), which every MCP client passes. " +
 			"It ends cleanly at the end of stdin.\n\n" +
 			"Its caller is an agent: it offers the agent profile (get_user_request, the helpers, tasks and jobs within the allowlist, " +
