@@ -15,6 +15,7 @@ import (
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
@@ -26,7 +27,8 @@ func (a *app) gatewayCommand() *ucli.Command {
 	serveFlags := func() []ucli.Flag {
 		return []ucli.Flag{
 			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
-			&ucli.StringFlag{Name: "token-file", Usage: "require the bearer token in `FILE` on /api and /mcp (default: $LM_API_TOKEN)", TakesFile: true, Local: true},
+			&ucli.StringFlag{Name: "token-file", Usage: "the person's bearer token is the one in `FILE` (default: $LM_API_TOKEN, else $LM_HOME/gateway.token, made on the first start)", TakesFile: true, Local: true},
+			&ucli.BoolFlag{Name: "no-token", Usage: "serve without tokens (loopback only): the page's callers are the person, MCP's anonymous agents", Local: true},
 			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
 			rootFlag(),
 			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
@@ -39,14 +41,17 @@ func (a *app) gatewayCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gateway",
 		Usage: "Serve the web page, the queue's HTTP API and MCP over HTTP",
-		Description: "Without a subcommand it serves in the foreground until interrupted and prints its URL. " +
+		Description: "Without a subcommand it serves in the foreground until interrupted and prints the page's URL, which carries " +
+			"the person's token (open it once; the page keeps the token). " +
 			"The page is at /, the API at /api (described at /docs and /openapi.json), live events at /api/events, " +
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
-			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins. With LM_API_TOKEN set " +
-			"(or --token-file) /api and /mcp need \"Authorization: Bearer TOKEN\".\n\n" +
-			"Callers of /mcp, /mcp/sse and spec 002's /sse and /messages are agents, offered the agent profile; --allow widens it " +
-			"(see docs/callers.md).\n\n" +
-			"Agents: {\"mcpServers\": {\"lm\": {\"url\": \"http://" + gateway.DefaultAddr + "/mcp\"}}}",
+			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names. " +
+			"Every request but the page's files needs \"Authorization: Bearer TOKEN\": the person's token ($LM_HOME/gateway.token, " +
+			"made on the first start; or LM_API_TOKEN, or --token-file), or an agent's ('lm gateway token add NAME'), which names the " +
+			"agent. --no-token is for loopback only.\n\n" +
+			"Agents, with an agent token or none, are offered the agent profile; --allow widens it (see docs/callers.md).\n\n" +
+			"Agents: {\"mcpServers\": {\"lm\": {\"type\": \"http\", \"url\": \"http://" + gateway.DefaultAddr + "/mcp\", " +
+			"\"headers\": {\"Authorization\": \"Bearer AGENT_TOKEN\"}}}}",
 		Flags:  serveFlags(),
 		Action: a.gatewayServe,
 		Commands: []*ucli.Command{
@@ -77,6 +82,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 				},
 			},
 			{Name: "status", Usage: "Show the background gateway's pid, address, uptime, memory and log tail", Action: a.gatewayStatus},
+			a.gatewayTokenCommand(),
 			{
 				Name: "logs", Usage: "Print the last N lines of the gateway log (default 40); -f follows it", ArgsUsage: "[N]",
 				Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing lines as they are written", Local: true}},
@@ -94,19 +100,41 @@ func (a *app) gatewayFiles(cmd *ucli.Command) (daemon.Files, error) {
 	return daemon.Files{Dir: env.Home}, nil
 }
 
-func gatewayToken(cmd *ucli.Command) (string, error) {
+// gatewayAuth is the person's token the flags and environment give ("":
+// the one in LM_HOME), or no token at all with --no-token, which is refused
+// for an address beyond loopback.
+func gatewayAuth(cmd *ucli.Command) (tok string, noToken bool, err error) {
+	if cmd.Bool("no-token") {
+		if cmd.String("token-file") != "" {
+			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token and --token-file contradict each other")}
+		}
+		if host, _, _ := net.SplitHostPort(cmd.String("addr")); !loopbackHost(host) {
+			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token is refused on %s: beyond loopback, anyone who reaches the address could add instructions and drive the tools; listen on 127.0.0.1 or keep the token", cmd.String("addr"))}
+		}
+		return "", true, nil
+	}
 	if path := cmd.String("token-file"); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return "", op.Errorf(op.KindInvalid, "read token file: %w", err)
+			return "", false, op.Errorf(op.KindInvalid, "read token file: %w", err)
 		}
-		token := strings.TrimSpace(string(data))
-		if token == "" {
-			return "", op.Errorf(op.KindInvalid, "token file %s is empty", path)
+		tok := strings.TrimSpace(string(data))
+		if tok == "" {
+			return "", false, op.Errorf(op.KindInvalid, "token file %s is empty", path)
 		}
-		return token, nil
+		return tok, false, nil
 	}
-	return strings.TrimSpace(os.Getenv("LM_API_TOKEN")), nil
+	return strings.TrimSpace(os.Getenv("LM_API_TOKEN")), false, nil
+}
+
+// loopbackHost reports whether host (of --addr) is a loopback address or
+// localhost; an empty host listens on every interface.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
@@ -129,7 +157,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if env.Roots, err = agentRoots(cmd); err != nil {
 		return fail(err)
 	}
-	token, err := gatewayToken(cmd)
+	tok, noToken, err := gatewayAuth(cmd)
 	if err != nil {
 		return fail(err)
 	}
@@ -143,7 +171,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(a.streams.Err, logOpts)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: token, Log: log,
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
@@ -154,9 +182,6 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 			WithHint("is another gateway running? see 'lm gateway status', or pass --addr HOST:PORT"))
 	}
 	addr := ln.Addr().String()
-	if host, _, _ := net.SplitHostPort(addr); !net.ParseIP(host).IsLoopback() && token == "" {
-		log.Warn("listening beyond loopback without a token: anyone who can reach this address can use the queue and the tools", "addr", addr)
-	}
 	base := "http://" + reachable(addr)
 	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
@@ -172,8 +197,10 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	defer func() { remove() }()
 	ready := func() error {
 		// The URL first: a background gateway's output is its log, which
-		// is complete once `lm gateway start` sees the state file.
-		if err := p.Document(ctx, map[string]any{"url": state.URL, "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		// is complete once `lm gateway start` sees the state file. The
+		// page's URL carries the person's token, so it is printed here
+		// only, never written to the state file (the log is private).
+		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}
 		var err error
@@ -226,6 +253,9 @@ func serveArgs(cmd *ucli.Command) ([]string, error) {
 	if f := cmd.String("token-file"); f != "" {
 		args = append(args, "--token-file", f)
 	}
+	if cmd.Bool("no-token") {
+		args = append(args, "--no-token")
+	}
 	if cmd.Bool("stateful") {
 		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
 			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
@@ -251,7 +281,8 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := gatewayToken(cmd); err != nil {
+	tok, noToken, err := gatewayAuth(cmd)
+	if err != nil {
 		return fail(err)
 	}
 	// A mistyped --allow or --log-level fails here, not in the background
@@ -261,6 +292,13 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	}
 	if _, err := logLevel(cmd.String("log-level")); err != nil {
 		return fail(err)
+	}
+	if !noToken && tok == "" {
+		// Made here rather than by the new process, so its URL can be
+		// printed: both read the same file.
+		if tok, err = token.Person(files.Dir); err != nil {
+			return fail(err)
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -278,7 +316,7 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return err
 	}
-	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": s.URL, "addr": s.Addr, "log": files.Log()})
+	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": gateway.PageURL(reachable(s.Addr), tok), "addr": s.Addr, "log": files.Log()})
 }
 
 func (a *app) gatewayStop(ctx context.Context, cmd *ucli.Command) error {
@@ -352,4 +390,95 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 		return &commandError{cmd: "gateway logs", err: err}
 	}
 	return nil
+}
+
+// gatewayTokenCommand is `lm gateway token`: the agents' tokens. They are
+// the person's to make, on the command line only: an agent never mints its
+// own identity.
+func (a *app) gatewayTokenCommand() *ucli.Command {
+	home := func(cmd *ucli.Command) (string, error) {
+		env, err := a.env(cmd)
+		if err != nil {
+			return "", err
+		}
+		return env.Home, nil
+	}
+	show := func(ctx context.Context, cmd *ucli.Command, v any) error {
+		p, err := a.printer(cmd)
+		if err != nil {
+			return err
+		}
+		return p.Document(ctx, v)
+	}
+	name := func(cmd *ucli.Command, usage string) (string, error) {
+		if cmd.Args().Len() != 1 {
+			return "", &usageError{cmd: "lm gateway token " + cmd.Name, err: fmt.Errorf("give exactly one agent name: %s", usage)}
+		}
+		return cmd.Args().First(), nil
+	}
+	return &ucli.Command{
+		Name:  "token",
+		Usage: "Make, list and revoke the agents' tokens for the gateway",
+		Description: "An agent token names its agent (queue status and the page show the name; get_user_request is attributed " +
+			"to it) and gets the agent profile, never the person's powers. It is shown once, when made; lm keeps only its digest. " +
+			"A running gateway accepts a new token, and refuses a removed one, from the next request.",
+		Commands: []*ucli.Command{
+			{
+				Name: "add", Usage: "Make a token for the agent NAME and print it (once)", ArgsUsage: "NAME",
+				Action: func(ctx context.Context, cmd *ucli.Command) error {
+					n, err := name(cmd, "lm gateway token add NAME")
+					if err != nil {
+						return err
+					}
+					h, err := home(cmd)
+					if err != nil {
+						return err
+					}
+					tok, err := token.AddAgent(h, n, time.Now())
+					if err != nil {
+						return &commandError{cmd: "gateway token add", err: err}
+					}
+					return show(ctx, cmd, map[string]any{"name": n, "token": tok, "header": "Authorization: Bearer " + tok})
+				},
+			},
+			{
+				Name: "list", Usage: "List the agents that have a token (names and dates; tokens are never shown again)",
+				Action: func(ctx context.Context, cmd *ucli.Command) error {
+					if cmd.Args().Present() {
+						return unknownCommand(cmd)
+					}
+					h, err := home(cmd)
+					if err != nil {
+						return err
+					}
+					agents, err := token.Agents(h)
+					if err != nil {
+						return &commandError{cmd: "gateway token list", err: err}
+					}
+					items := make([]map[string]any, 0, len(agents))
+					for _, ag := range agents {
+						items = append(items, map[string]any{"name": ag.Name, "created_at": ag.CreatedAt})
+					}
+					return show(ctx, cmd, map[string]any{"items": items})
+				},
+			},
+			{
+				Name: "rm", Usage: "Revoke the agent NAME's token", ArgsUsage: "NAME",
+				Action: func(ctx context.Context, cmd *ucli.Command) error {
+					n, err := name(cmd, "lm gateway token rm NAME")
+					if err != nil {
+						return err
+					}
+					h, err := home(cmd)
+					if err != nil {
+						return err
+					}
+					if err := token.RemoveAgent(h, n); err != nil {
+						return &commandError{cmd: "gateway token rm", err: err}
+					}
+					return show(ctx, cmd, map[string]any{"removed": true, "name": n})
+				},
+			},
+		},
+	}
 }

@@ -298,7 +298,8 @@ func gatewayBench(lm string) error {
 		return err
 	}
 	defer ref.stop()
-	gw, err := startServer(command(dir, lm, "gateway", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
+	// Without tokens, as the reference server it is compared with.
+	gw, err := startServer(command(dir, lm, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
 	if err != nil {
 		return err
 	}

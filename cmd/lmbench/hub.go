@@ -273,7 +273,8 @@ func startHub(lm, dir string, children map[string]string) (*httpProcess, time.Du
 		return nil, 0, err
 	}
 	began := time.Now()
-	gw, err := startServer(command(dir, lm, "gateway", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
+	// Without tokens, as the reference server it is compared with.
+	gw, err := startServer(command(dir, lm, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
 	if err != nil {
 		return nil, 0, err
 	}

@@ -63,7 +63,14 @@ func newEnv(t *testing.T, commandLine bool) *op.Env {
 // returns a function that kills it.
 func httpServer(t *testing.T, bin string, port int) (stop func()) {
 	t.Helper()
-	cmd := exec.Command(bin, "streamableHttp")
+	return serveEverything(t, bin, "streamableHttp", port)
+}
+
+// serveEverything runs server-everything over HTTP in a transport mode
+// (streamableHttp or sse) on port.
+func serveEverything(t *testing.T, bin, mode string, port int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, mode)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -209,7 +216,7 @@ func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 	}
 	stop()
 	httpServer(t, bin, port) // a new process: the old session id is unknown to it
-	res, err := s.CallTool(context.Background(), tool, map[string]any{"message": "again"})
+	res, err := s.CallTool(context.Background(), tool, map[string]any{"message": "again"}, nil)
 	if err != nil || !strings.Contains(jsonOf(res), "Echo: again") {
 		t.Fatalf("call after restart: %v %s\nstates:\n%s", err, jsonOf(res), status)
 	}
@@ -257,6 +264,53 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	}
 	if n := strings.Count(status.String(), ": error: "); n != 5 {
 		t.Errorf("%d error lines for 5 attempts:\n%s", n, status)
+	}
+}
+
+// TestADroppedSSEStreamEndsTheWait: a server that dies while a call waits
+// for its answer on the legacy SSE stream fails the call as a lost
+// connection at once (and the session tries to reconnect), instead of after
+// the transport's 60 s response timeout, which the test's deadline would
+// hit first.
+func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
+	bin := everything(t)
+	port := freePort(t)
+	stop := serveEverything(t, bin, "sse", port)
+	status := &syncBuffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := agent.Connect(ctx, agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port)},
+		agent.Options{Backoff: 10 * time.Millisecond, Attempts: 1, Status: status})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Transport() != "sse" {
+		t.Fatalf("connected over %s, not the legacy SSE transport", s.Transport())
+	}
+	tool, err := s.Tool(ctx, "trigger-long-running-operation")
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := make(chan struct{})
+	var once sync.Once
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, tool, map[string]any{"duration": 50, "steps": 50}, func(agent.Progress) { once.Do(func() { close(running) }) })
+		errc <- err
+	}()
+	select {
+	case <-running:
+	case err := <-errc:
+		t.Fatalf("the call ended before it ran: %v", err)
+	}
+	stop()
+	err = <-errc
+	if ctx.Err() != nil || op.KindOf(err) != op.KindUnavailable {
+		t.Fatalf("call on a dropped SSE stream: %v (deadline passed: %v)\nstates:\n%s", err, ctx.Err() != nil, status)
+	}
+	if !strings.Contains(status.String(), "the SSE stream ended") {
+		t.Errorf("the drop is not reported:\n%s", status)
 	}
 }
 
@@ -337,7 +391,8 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 		}
 	}
 	input := json.RawMessage(fmt.Sprintf(`{"url":"http://127.0.0.1:%d/mcp","tool":"echo","arguments":{"message":"hi"}}`, port))
-	// An agent the person allowed URLs at launch, then the page's person.
+	// An agent the person allowed URLs at launch, then the page's person
+	// (the gateway's person token, not lm's terminal).
 	agentEnv := *env
 	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
 	grant, err := op.ParseGrant([]string{"servers_call.url"}, agent.Ops())
@@ -348,7 +403,8 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 	if _, err := callOp.Call(context.Background(), &agentEnv, input); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := callOp.Call(agent.PersonApproved(context.Background()), env, input); err != nil {
+	env.Caller = op.Caller{Role: op.RolePerson}
+	if _, err := callOp.Call(context.Background(), env, input); err != nil {
 		t.Fatal(err)
 	}
 	hist, _ := call(t, env, "servers_history", `{}`)

@@ -66,7 +66,9 @@ func (a *approver) readLine(ctx context.Context) (string, error) {
 
 // newApprover picks how calls are approved, and refuses before anything
 // starts when nobody could approve them: a call runs only after a person
-// said so, on a terminal or with --yes on lm's command line.
+// said so, on a terminal or with --yes on lm's command line. Off the
+// command line (MCP, HTTP, the page's person included) it only proposes:
+// the page runs an approved call through servers_call.
 func newApprover(env *op.Env, in AskInput) (*approver, error) {
 	switch {
 	case !env.Caller.Terminal && !env.Grant.Field("servers_ask", "yes") && !in.DryRun:

@@ -3,8 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -15,7 +17,7 @@ import (
 // Tools lists the server's tools, every page.
 func (s *Session) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
-	err := s.call(ctx, func(c *client.Client) error {
+	err := s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 		if err == nil {
 			tools = res.Tools
@@ -43,20 +45,55 @@ func (s *Session) Tool(ctx context.Context, name string) (mcp.Tool, error) {
 		WithHint("its tools: %s", strings.Join(names, ", "))
 }
 
-// CallTool calls a tool with arguments already validated. After a dropped
-// connection the call is sent again only when it cannot run twice: it
-// never reached the server, or the tool says it is read-only or idempotent.
-func (s *Session) CallTool(ctx context.Context, tool mcp.Tool, args map[string]any) (*mcp.CallToolResult, error) {
+// Progress is one notifications/progress of a call: total is 0 when the
+// server does not know it.
+type Progress struct {
+	Progress, Total float64
+	Message         string
+}
+
+// CallTool calls a tool with arguments already validated; with onProgress
+// the call carries a progress token and the server's progress
+// notifications go to it. After a dropped connection the call is sent again
+// only when it cannot run twice: it never reached the server, or the tool
+// says it is read-only or idempotent.
+func (s *Session) CallTool(ctx context.Context, tool mcp.Tool, args map[string]any, onProgress func(Progress)) (*mcp.CallToolResult, error) {
 	var res *mcp.CallToolResult
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = tool.Name, args
+	if onProgress != nil {
+		token := fmt.Sprintf("lm-%d", progressTokens.Add(1))
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+		s.progress.Store(token, onProgress)
+		defer s.progress.Delete(token)
+	}
 	repeatable := isTrue(tool.Annotations.ReadOnlyHint) || isTrue(tool.Annotations.IdempotentHint)
-	err := s.call(ctx, func(c *client.Client) error {
+	err := s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		var err error
 		res, err = c.CallTool(ctx, req)
 		return err
 	}, func(err error) bool { return repeatable || undelivered(err) })
 	return res, err
+}
+
+// progressTokens numbers the progress tokens of this process's calls.
+var progressTokens atomic.Int64
+
+// notified passes a progress notification to the call it belongs to.
+func (s *Session) notified(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationProgress) {
+		return
+	}
+	fields := n.Params.AdditionalFields
+	report, ok := s.progress.Load(fmt.Sprint(fields["progressToken"]))
+	if !ok {
+		return
+	}
+	p := Progress{}
+	p.Progress, _ = fields["progress"].(float64)
+	p.Total, _ = fields["total"].(float64)
+	p.Message, _ = fields["message"].(string)
+	report.(func(Progress))(p)
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
@@ -67,7 +104,7 @@ func (s *Session) Resources(ctx context.Context) (resources, templates []any, er
 	if s.Initialized().Capabilities.Resources == nil {
 		return []any{}, []any{}, nil
 	}
-	err = s.call(ctx, func(c *client.Client) error {
+	err = s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		res, err := c.ListResources(ctx, mcp.ListResourcesRequest{})
 		if err != nil {
 			return err
@@ -89,7 +126,7 @@ func (s *Session) Prompts(ctx context.Context) ([]any, error) {
 		return []any{}, nil
 	}
 	var prompts []any
-	err := s.call(ctx, func(c *client.Client) error {
+	err := s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		res, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
 		if err == nil {
 			prompts = plain(res.Prompts)

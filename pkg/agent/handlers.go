@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -31,6 +32,9 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.Timeout > 0 {
+			resolved.Timeout = t.Timeout
+		}
 		t = resolved
 	}
 	// A configured server was set up by a person; only ad-hoc commands are
@@ -44,7 +48,39 @@ func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 			t.Headers = mapWith(t.Headers, "Authorization", "Bearer "+token)
 		}
 	}
-	return Connect(ctx, t, OptionsFromEnv(env))
+	opts := OptionsFromEnv(env)
+	opts.CallTimeout = t.Timeout
+	return Connect(ctx, t, opts)
+}
+
+// progressReporter shows a call's progress notifications: passed on to
+// whoever called lm when they listen for progress (an MCP client), and on
+// lm's command line written to stderr, as one line that updates on a
+// terminal and as plain lines otherwise.
+func progressReporter(env *op.Env, tool string) func(Progress) {
+	tty := env.Caller.Terminal && jsonio.IsTerminal(env.Stderr)
+	return func(p Progress) {
+		env.ReportProgress(p.Progress, p.Total, p.Message)
+		if !env.Caller.Terminal {
+			return
+		}
+		line := fmt.Sprintf("lm: %s: %g", tool, p.Progress)
+		if p.Total > 0 {
+			line += fmt.Sprintf("/%g", p.Total)
+		}
+		if p.Message != "" {
+			line += " " + p.Message
+		}
+		if tty {
+			// Rewrite the line in place; the next output starts on a new one.
+			fmt.Fprintf(env.Stderr, "\r\033[K%s", line)
+			if p.Total > 0 && p.Progress >= p.Total {
+				fmt.Fprintln(env.Stderr)
+			}
+			return
+		}
+		fmt.Fprintln(env.Stderr, line)
+	}
 }
 
 // mayStartCommand reports whether the caller may start a stdio command:
@@ -77,7 +113,7 @@ type InfoOutput struct {
 	Transport       string `json:"transport" jsonschema:"stdio, streamable-http or sse"`
 	ServerInfo      any    `json:"server_info" jsonschema:"the server's name, version and title"`
 	ProtocolVersion string `json:"protocol_version"`
-	Capabilities    any    `json:"capabilities"`
+	Capabilities    any    `json:"capabilities" jsonschema:"what the server declared it supports (tools, resources, prompts, logging, …)"`
 	Instructions    string `json:"instructions,omitempty"`
 }
 
@@ -255,23 +291,14 @@ func Call(ctx context.Context, env *op.Env, in CallInput) (CallOutput, error) {
 			return CallOutput{}, err
 		}
 	}
-	return run(ctx, env, s, tool, args, approvalOf(ctx, env))
-}
-
-type personApprovalKey struct{}
-
-// PersonApproved marks ctx as carrying a person's approval of the calls
-// made with it: the gateway's page, where a call runs only when the person
-// presses Approve. Such calls are recorded as approved, like the command
-// line's.
-func PersonApproved(ctx context.Context) context.Context {
-	return context.WithValue(ctx, personApprovalKey{}, true)
+	return run(ctx, env, s, tool, args, approvalOf(env))
 }
 
 // approvalOf is who lets a call run that nobody was asked about: the person
-// at the command line or at the page, or else an agent or a program.
-func approvalOf(ctx context.Context, env *op.Env) string {
-	if env.Caller.IsPerson() || ctx.Value(personApprovalKey{}) == true {
+// (at the command line, or at the page, whose Approve sent the call), or
+// else an agent or a program.
+func approvalOf(env *op.Env) string {
+	if env.Caller.IsPerson() {
 		return Approved
 	}
 	return Auto
@@ -285,7 +312,7 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 		return CallOutput{}, err
 	}
 	start := time.Now()
-	res, err := s.CallTool(ctx, tool, args)
+	res, err := s.CallTool(ctx, tool, args, progressReporter(env, tool.Name))
 	r := Record{Time: now(env), Target: s.target, Tool: tool.Name, Arguments: args, Approval: approval,
 		DurationMS: time.Since(start).Milliseconds()}
 	switch {
@@ -309,11 +336,23 @@ func run(ctx context.Context, env *op.Env, s *Session, tool mcp.Tool, args map[s
 		return out, err
 	}
 	if res.IsError {
-		return out, &op.Error{Kind: op.KindInternal, Category: OutcomeToolError,
-			Err: fmt.Errorf("tool %s failed: %s", tool.Name, resultText(res))}
+		return out, toolError(tool.Name, resultText(res))
 	}
 	out.Result = resultValue(res)
 	return out, nil
+}
+
+// toolError is a tool's isError result as an error. One that carries lm's
+// error envelope (lm's own tools, and the hub's answer when a server timed
+// out) keeps its kind, so a timeout exits 7 through a gateway too.
+func toolError(tool, text string) error {
+	var e op.Envelope
+	if json.Unmarshal([]byte(text), &e) == nil && e.Error != "" && e.ErrorCategory != "" &&
+		e.ExitCode > int(op.KindOK) && e.ExitCode <= int(op.KindChecksFailed) {
+		return &op.Error{Kind: op.Kind(e.ExitCode), Category: e.ErrorCategory, Hint: e.Suggestion,
+			Err: fmt.Errorf("tool %s failed: %s", tool, e.Error)}
+	}
+	return &op.Error{Kind: op.KindInternal, Category: OutcomeToolError, Err: fmt.Errorf("tool %s failed: %s", tool, text)}
 }
 
 func now(env *op.Env) time.Time {

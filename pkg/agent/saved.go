@@ -62,7 +62,7 @@ func runSaved(ctx context.Context, env *op.Env, t Target, bearer, tool string, a
 	if err != nil {
 		return CallOutput{}, err
 	}
-	return run(ctx, env, s, spec, args, approvalOf(ctx, env))
+	return run(ctx, env, s, spec, args, approvalOf(env))
 }
 
 // FavAddInput saves a call under a name.

@@ -180,7 +180,7 @@ func RunSequence(ctx context.Context, env *op.Env, in SequenceInput) (SequenceOu
 			if err != nil {
 				return err
 			}
-			call, err := run(ctx, env, s, tool, args, approvalOf(ctx, env))
+			call, err := run(ctx, env, s, tool, args, approvalOf(env))
 			if err != nil {
 				return err
 			}

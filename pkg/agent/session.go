@@ -18,6 +18,7 @@ import (
 
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/duration"
+	"lmtool.dev/lm/pkg/liveness"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -42,6 +43,10 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt, handshake included;
 	// npx may have to download a server first.
 	ConnectTimeout time.Duration
+	// CallTimeout bounds each request after the handshake (a reconnect
+	// included); when it passes the request fails with exit 7. Zero waits
+	// as long as the server takes.
+	CallTimeout time.Duration
 	// Status receives the state lines ("lm: server X: connected").
 	Status io.Writer
 	// Environ is the environment a stdio server starts with, before the
@@ -104,9 +109,17 @@ type Session struct {
 	life context.Context
 	stop context.CancelFunc
 
-	redial    sync.Mutex // held while reconnecting
-	mu        sync.Mutex // guards the fields below
-	client    *client.Client
+	// progress routes notifications/progress to the call whose token
+	// they carry.
+	progress sync.Map // token string → func(Progress)
+
+	redial sync.Mutex // held while reconnecting
+	mu     sync.Mutex // guards the fields below
+	client *client.Client
+	// dropped is closed when client's legacy SSE stream ends: a request
+	// waiting for its answer on that stream fails then, not after the
+	// transport's response timeout.
+	dropped   chan struct{}
 	init      *mcp.InitializeResult
 	transport string
 	child     *exec.Cmd
@@ -237,6 +250,11 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		return err
 	}
 	c := client.NewClient(t)
+	c.OnNotification(s.notified)
+	dropped := make(chan struct{})
+	if kind == "sse" {
+		c.OnConnectionLost(func(error) { dropOnce(dropped) })
+	}
 	if err := c.Start(s.life); err != nil {
 		c.Close()
 		return s.withStderr(c, err)
@@ -253,7 +271,7 @@ func (s *Session) dial(ctx context.Context, kind string) error {
 		return err
 	}
 	s.mu.Lock()
-	s.client, s.init, s.transport, s.child = c, init, kind, child
+	s.client, s.dropped, s.init, s.transport, s.child = c, dropped, init, kind, child
 	s.mu.Unlock()
 	return nil
 }
@@ -276,12 +294,28 @@ func (s *Session) withStderr(c *client.Client, err error) error {
 // call runs fn on the live client. When the connection turns out to be
 // dropped, an HTTP or SSE target is reconnected with exponential backoff and
 // fn is run again if retry allows it for the error seen.
-func (s *Session) call(ctx context.Context, fn func(*client.Client) error, retry func(error) bool) error {
-	c, err := s.live(ctx)
+// call runs fn on the live client within the call timeout, reconnecting
+// a dropped HTTP connection once when retry allows it.
+func (s *Session) call(ctx context.Context, fn func(context.Context, *client.Client) error, retry func(error) bool) error {
+	if s.opts.CallTimeout <= 0 {
+		return s.attempt(ctx, fn, retry)
+	}
+	bounded, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	err := s.attempt(bounded, fn, retry)
+	if err != nil && ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded) {
+		return op.Errorf(op.KindTimeout, "%s did not answer within %s", s.target, s.opts.CallTimeout).
+			WithHint("wait longer with --timeout DURATION (a configured server's default is its timeout setting)")
+	}
+	return err
+}
+
+func (s *Session) attempt(ctx context.Context, fn func(context.Context, *client.Client) error, retry func(error) bool) error {
+	c, dropped, err := s.live(ctx)
 	if err != nil {
 		return err
 	}
-	err = fn(c)
+	err = onStream(ctx, dropped, func(ctx context.Context) error { return fn(ctx, c) })
 	if err == nil || !connectionLost(err) || ctx.Err() != nil {
 		return err
 	}
@@ -297,21 +331,53 @@ func (s *Session) call(ctx context.Context, fn func(*client.Client) error, retry
 		return op.Errorf(op.KindUnavailable, "the connection to %s dropped during the call, which may or may not have run: %w", s.target, tidy(err)).
 			WithHint("the session is reconnected; check the server's state before running it again")
 	}
-	c, err = s.live(ctx)
+	c, dropped, err = s.live(ctx)
 	if err != nil {
 		return err
 	}
-	return fn(c)
+	return onStream(ctx, dropped, func(ctx context.Context) error { return fn(ctx, c) })
 }
 
-func (s *Session) live(ctx context.Context) (*client.Client, error) {
+// errStreamDropped ends a request whose SSE stream ended under it.
+var errStreamDropped = errors.New("the SSE stream ended")
+
+// onStream runs fn, ending it as soon as dropped closes with a transport
+// error, which the caller treats as a lost connection.
+func onStream(ctx context.Context, dropped <-chan struct{}, fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-dropped:
+			cancel(errStreamDropped)
+		case <-ctx.Done():
+		}
+	}()
+	err := fn(ctx)
+	if err != nil && errors.Is(context.Cause(ctx), errStreamDropped) {
+		return transport.NewError(errStreamDropped)
+	}
+	return err
+}
+
+// dropOnce closes ch unless it is closed; the transport reports a lost
+// stream once, from its reader.
+func dropOnce(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+func (s *Session) live(ctx context.Context) (*client.Client, <-chan struct{}, error) {
 	s.mu.Lock()
-	c := s.client
+	c, dropped := s.client, s.dropped
 	s.mu.Unlock()
 	if c != nil {
-		return c, nil
+		return c, dropped, nil
 	}
-	return nil, op.Errorf(op.KindUnavailable, "not connected to %s", s.target)
+	return nil, nil, op.Errorf(op.KindUnavailable, "not connected to %s", s.target)
 }
 
 // reconnect replaces the dropped client stale (unless another caller has
@@ -364,12 +430,13 @@ func (s *Session) Heartbeat(ctx context.Context) error {
 	}
 }
 
-// Ping checks the server answers, within the heartbeat interval.
+// Ping checks the server answers (ping, or server/discover where ping is
+// gone: liveness.Probe), within the heartbeat interval.
 func (s *Session) Ping(ctx context.Context) error {
-	return s.call(ctx, func(c *client.Client) error {
+	return s.call(ctx, func(ctx context.Context, c *client.Client) error {
 		ctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 		defer cancel()
-		err := c.Ping(ctx)
+		err := liveness.Probe(ctx, c)
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return transport.NewError(fmt.Errorf("no answer to ping within %s", s.opts.Heartbeat))
 		}

@@ -8,7 +8,9 @@ import (
 	"context"
 	"net/url"
 	"strings"
+	"time"
 
+	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -27,6 +29,9 @@ type Target struct {
 	// Env is added to a stdio server's environment (a configured
 	// server's env; often secrets, so never stored in history).
 	Env []string `json:"-"`
+	// Timeout bounds each request: --timeout, else a configured server's
+	// timeout; zero waits as long as the server takes.
+	Timeout time.Duration `json:"-"`
 }
 
 // String is how history and messages name the target.
@@ -97,11 +102,27 @@ type TargetInput struct {
 	Header  []string `json:"header,omitempty" jsonschema:"an HTTP header K:V sent with --url (repeatable)"`
 	Bearer  string   `json:"bearer,omitempty" jsonschema:"a bearer token sent with --url (default $LM_SERVER_TOKEN)"`
 	Command []string `json:"command,omitempty" jsonschema:"a stdio server: the program and its arguments (on the command line, the words after --)"`
+	Timeout string   `json:"timeout,omitempty" jsonschema:"give up on a request the server has not answered after this long (e.g. 30s, 2m; exit 7); default: a configured server's timeout (60s unless set), no limit with a URL or command"`
 }
 
 // resolve turns the input into a target. A stdio command starts a program,
 // so only a person at lm's command line may give one.
 func (in TargetInput) resolve(ctx context.Context, env *op.Env) (Target, error) {
+	timeout, err := duration.Field("--timeout", in.Timeout, 0)
+	if err != nil {
+		return Target{}, err
+	}
+	if timeout < 0 {
+		return Target{}, op.Errorf(op.KindInvalid, "--timeout %q is negative", in.Timeout).WithHint("use %s", duration.Forms)
+	}
+	t, err := in.target(ctx, env)
+	if timeout > 0 {
+		t.Timeout = timeout
+	}
+	return t, err
+}
+
+func (in TargetInput) target(ctx context.Context, env *op.Env) (Target, error) {
 	n := 0
 	for _, set := range []bool{in.Server != "", in.URL != "", len(in.Command) > 0} {
 		if set {

@@ -203,13 +203,16 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		return nil, 0, err
 	}
 	defer root.Close()
-	files, missing, err := Expand(ctx, root, env.Environ, in.Files)
+	files, missing, empty, err := Expand(ctx, root, env.Environ, in.Files)
 	if err != nil {
 		return nil, 0, err
 	}
-	results := make(map[string]FileResult, len(files)+len(missing))
+	results := make(map[string]FileResult, len(files)+len(missing)+len(empty))
 	for _, m := range missing {
 		results[m] = failed("file_not_found", fmt.Errorf("no such file: %s", m))
+	}
+	for _, d := range empty {
+		results[d] = failed("no_files", fmt.Errorf("directory %s holds no file to read: everything in it is ignored by .gitignore, or a symlink (not followed)", d))
 	}
 	if in.TaskType == "dependencies" {
 		read, err := dependencies(ctx, env, in, root, files, results)

@@ -451,7 +451,7 @@ func TestWalkOutsideGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	files, missing, err := Expand(context.Background(), r, nil, []string{"."})
+	files, missing, _, err := Expand(context.Background(), r, nil, []string{"."})
 	if err != nil || len(missing) > 0 {
 		t.Fatal(err, missing)
 	}

@@ -27,11 +27,14 @@ type File struct {
 
 // Expand turns arguments (files, directories, globs with ** for any depth)
 // into files. Directories are walked with .gitignore respected: inside a git
-// worktree through git itself, otherwise skipping .git directories. An
-// argument matching nothing is reported in missing.
+// worktree through git itself, otherwise skipping .git directories; a
+// directory the caller names that .gitignore excludes is walked all the
+// same, as rg does, since naming it says the caller wants it. An argument
+// matching nothing is reported in missing, a directory that holds no file
+// to read (all ignored, or only symlinks, which are not followed) in empty.
 // Git, when it lists a worktree's files, runs with environ, the caller's
 // environment (op.Env.Environ).
-func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, missing []string, err error) {
+func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, missing, empty []string, err error) {
 	// One argument names each file once; several may overlap.
 	var seen map[string]bool
 	if len(args) > 1 {
@@ -49,7 +52,7 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 		if strings.ContainsAny(arg, "*?[") {
 			matched, err := glob(ctx, r, environ, arg)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			if len(matched) == 0 {
 				missing = append(missing, arg)
@@ -61,18 +64,21 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 		}
 		rel, err := r.Resolve(arg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		st, err := r.Stat(rel)
 		switch {
 		case confine.IsOutside(err):
-			return nil, nil, err
+			return nil, nil, nil, err
 		case err != nil:
 			missing = append(missing, arg)
 		case st.IsDir():
 			walked, err := walk(ctx, r, environ, rel)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
+			}
+			if len(walked) == 0 {
+				empty = append(empty, arg)
 			}
 			abs := r.Abs(rel)
 			for _, w := range walked {
@@ -82,7 +88,7 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 			add(File{Name: arg, Path: r.Abs(rel), rel: rel})
 		}
 	}
-	return files, missing, nil
+	return files, missing, empty, nil
 }
 
 // under is filepath.Join(dir, rel) for a clean dir and a clean, relative
@@ -214,6 +220,11 @@ func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string
 	if cmd.Run() != nil {
 		return nil, false
 	}
+	if out.Len() == 0 && ignored(ctx, dir, environ) {
+		// The directory itself is ignored (node_modules, dist): git
+		// lists nothing under it, but the caller named it.
+		return nil, false
+	}
 	var files []string
 	for _, p := range bytes.Split(out.Bytes(), []byte{0}) {
 		if len(p) == 0 {
@@ -229,6 +240,14 @@ func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string
 	}
 	sort.Strings(files)
 	return files, true
+}
+
+// ignored reports whether git's ignore rules exclude the directory dir
+// itself, or a directory above it.
+func ignored(ctx context.Context, dir *os.File, environ []string) bool {
+	cmd := safegit.ForListing("", environ).Command(ctx, "check-ignore", "-q", ".")
+	cmd.Dir = confine.ProcPath(dir)
+	return cmd.Run() == nil
 }
 
 // mayBeWorktree reports whether git could find a repository for dir: a

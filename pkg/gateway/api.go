@@ -28,9 +28,9 @@ type route struct {
 	summary      string // for the OpenAPI document
 	status       int    // on success; 204 sends no body
 	body         bool   // the request has a JSON body
-	// approves: the caller is the person at the page, whose request is the
-	// approval of the call it runs (recorded as approved in the history).
-	approves bool
+	// person: only the person may use the route. Running a tool call is
+	// the page's Approve, which an agent's token never stands in for.
+	person bool
 }
 
 // notInBody are the operation's fields a route's body does not take: those
@@ -56,13 +56,13 @@ var apiRoutes = []route{
 	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
 	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
 	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},
-	{method: "POST", path: "/api/call", tool: "servers_call", summary: "Run a tool call the person approved, recorded as approved", status: 200, body: true, approves: true},
+	{method: "POST", path: "/api/call", tool: "servers_call", summary: "Run a tool call the person approved, recorded as approved (the person's token only)", status: 200, body: true, person: true},
 	{method: "GET", path: "/api/history", tool: "servers_history", summary: "The tool calls made, oldest first", status: 200},
 }
 
 func (s *Server) apiHandler(rt route) http.Handler {
 	o := s.ops[rt.tool]
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		input, err := requestInput(r, rt, o)
 		if err != nil {
 			writeError(w, statusFor(err, http.StatusBadRequest), err)
@@ -70,11 +70,7 @@ func (s *Server) apiHandler(rt route) http.Handler {
 		}
 		env := s.opts.Env
 		env.Client = "web"
-		ctx := r.Context()
-		if rt.approves {
-			ctx = agent.PersonApproved(ctx)
-		}
-		out, err := o.Call(ctx, &env, input)
+		out, err := o.Call(r.Context(), &env, input)
 		if err != nil {
 			status := statusFor(err, http.StatusUnprocessableEntity)
 			switch {
@@ -94,6 +90,10 @@ func (s *Server) apiHandler(rt route) http.Handler {
 		}
 		writeJSON(w, rt.status, out)
 	})
+	if rt.person {
+		return personOnly(false, rt.method+" "+rt.path, h)
+	}
+	return h
 }
 
 // requestInput builds the operation's JSON input from the request.

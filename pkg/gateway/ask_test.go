@@ -217,7 +217,7 @@ func TestAskViewInBrowser(t *testing.T) {
 	)
 	g := startIn(t, askHome(t, m), gateway.Options{})
 	ctx := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text"),
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text"),
 		chromedp.Click("body", chromedp.NodeVisible), chromedp.KeyEvent("a")); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestAskViewInBrowser(t *testing.T) {
 func TestAskViewWithoutAModel(t *testing.T) {
 	g := startIn(t, askHome(t, nil), gateway.Options{})
 	ctx := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#ask"), chromedp.WaitVisible("#ask-text"),
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), showView("#ask"), chromedp.WaitVisible("#ask-text"),
 		setValue("#ask-text", "add 40 and 2"), chromedp.Click("#ask-submit")); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestAskViewStops(t *testing.T) {
 	t.Cleanup(m.Close)
 	g := startIn(t, askHome(t, m), gateway.Options{})
 	ctx := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#ask"), chromedp.WaitVisible("#ask-text"), selectOption("#ask-server", "everything")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), showView("#ask"), chromedp.WaitVisible("#ask-text"), selectOption("#ask-server", "everything")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#ask-conn", contains("connected ·"), "connected to everything")

@@ -18,7 +18,7 @@ func TestPageFollowsAnotherStoreOnItsAddress(t *testing.T) {
 	ctx := browser(t)
 	a := start(t, gateway.Options{})
 	a.lm("queue", "add", "Project A's instruction")
-	if err := chromedp.Do(ctx, chromedp.Navigate(a.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(a.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#live", contains("live"), "stream")

@@ -113,6 +113,16 @@ func onPhone(t *testing.T, ctx context.Context, what string) {
 	}
 }
 
+// showView switches the open page to the view at hash (#ask, #servers),
+// as following a link to it does: the page, opened once from the URL with
+// the token, stays loaded.
+func showView(hash string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(() => { location.hash = `+quote(hash)+`; return true })()`)(ctx, t)
+		return err
+	})
+}
+
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
 
 func contains(sub string) func(string) bool {
@@ -128,7 +138,7 @@ func TestPageInBrowser(t *testing.T) {
 	g.lm("queue", "move", "--to", "1", strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[2].id")))
 	g.lm("queue", "next", "--agent-id", "claude-code")
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#live", contains("live"), "stream")
@@ -273,6 +283,9 @@ func TestPageInBrowser(t *testing.T) {
 	checkContrast(t, ctx, "phone, light")
 }
 
+// Opened without the token (a bookmark, the bare address), the page asks
+// for it, says so when the gateway refuses what was typed, and works once
+// given the right one.
 func TestPageAsksForTheToken(t *testing.T) {
 	ctx := browser(t)
 	g := start(t, gateway.Options{Token: "open-sesame"})
@@ -281,7 +294,11 @@ func TestPageAsksForTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#live", contains("locked"), "locked state")
-	if err := chromedp.Do(ctx, chromedp.SendKeys("#token-input", "open-sesame\r")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.SendKeys("#token-input", "open-sesam\r")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#token-error", contains("refused"), "a wrong token's message")
+	if err := chromedp.Do(ctx, setValue("#token-input", ""), chromedp.SendKeys("#token-input", "open-sesame\r")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#pending", contains("Behind the token"), "list after the token")
@@ -294,6 +311,33 @@ func TestPageAsksForTheToken(t *testing.T) {
 	}
 	waitText(t, ctx, "#servers-count", contains("none"), "servers behind the token")
 	waitText(t, ctx, "#servers-empty", contains("lm servers add"), "empty servers view")
+}
+
+// The URL lm gateway prints carries the token: the page works from it,
+// drops it from the address bar and the history, and a reload keeps
+// working on the token it kept.
+func TestPageTakesTheTokenFromItsURL(t *testing.T) {
+	ctx := browser(t)
+	g := start(t, gateway.Options{})
+	g.lm("queue", "add", "Opened from the printed URL")
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending", contains("Opened from the printed URL"), "the queue")
+	waitText(t, ctx, "#live", contains("live"), "stream")
+	href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+	if err != nil || strings.Contains(href, g.opts.Token) || strings.Contains(href, "token") {
+		t.Fatalf("the address bar shows %q (%v)", href, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible("#composer-text")); err != nil {
+		t.Fatal(err)
+	}
+	g.lm("queue", "add", "After the reload")
+	waitText(t, ctx, "#pending", contains("After the reload"), "the queue after a reload")
+	waitText(t, ctx, "#live", contains("live"), "stream after a reload")
+	if open, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#token-dialog").open`)); open {
+		t.Error("the page asks for the token after a reload")
+	}
 }
 
 // prefersDark makes the browser report an OS set to the dark theme.
@@ -313,7 +357,7 @@ const pageIsDarkJS = `(() => { const m = getComputedStyle(document.documentEleme
 func TestPageFollowsTheOSTheme(t *testing.T) {
 	ctx := browser(t)
 	g := start(t, gateway.Options{})
-	if err := chromedp.Do(ctx, prefersDark(), chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, prefersDark(), chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	if dark, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](pageIsDarkJS)); !dark {
@@ -331,7 +375,7 @@ func TestPageFollowsTheOSTheme(t *testing.T) {
 	shot(t, ctx, "docs-os-dark")
 	checkContrast(t, ctx, "API page, OS dark")
 	checkFocus(t, ctx, "API page, OS dark")
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click("#theme-toggle"), chromedp.Reload(), chromedp.WaitVisible("#composer-text")); err != nil {
@@ -348,7 +392,7 @@ func TestPageReconnects(t *testing.T) {
 	ctx := browser(t)
 	g := start(t, gateway.Options{})
 	g.lm("queue", "add", "Before the restart")
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#live", contains("live"), "stream")
@@ -385,7 +429,7 @@ func TestPageRefreshesRelativeTimes(t *testing.T) {
 	ctx := browser(t)
 	g := start(t, gateway.Options{})
 	g.lm("queue", "add", "Left open all day")
-	if err := chromedp.Do(ctx, shiftableClock(), chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, shiftableClock(), chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#pending", contains("s ago"), "a fresh instruction's age")

@@ -30,7 +30,9 @@ func TestRESTRoutesEnforceTheCallersPolicy(t *testing.T) {
 	for _, c := range []op.Caller{{Role: op.RolePerson}, {Role: op.RoleAgent, Name: "probe"}, {}} {
 		for _, rt := range apiRoutes {
 			m := s.ops[rt.tool].Info()
-			admitted := c.Role == op.RolePerson || (c.Role == op.RoleAgent && m.Callers >= op.Agents) || m.Callers == op.Anyone
+			// A route of the person's (running a call, the page's Approve)
+			// admits the person only, whoever its operation admits elsewhere.
+			admitted := c.Role == op.RolePerson || (!rt.person && (c.Role == op.RoleAgent && m.Callers >= op.Agents || m.Callers == op.Anyone))
 			h := s.apiHandler(rt)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r.WithContext(op.WithCaller(r.Context(), c)))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/gateway"
@@ -17,9 +18,9 @@ import (
 )
 
 // mcpClient is an initialized MCP client session with the endpoint at url.
-func mcpClient(t *testing.T, url string) *client.Client {
+func mcpClient(t *testing.T, url string, header map[string]string) *client.Client {
 	t.Helper()
-	cl, err := client.NewStreamableHttpClient(url)
+	cl, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(header))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestServersDashboardInBrowser(t *testing.T) {
 	}
 	g := startIn(t, home, gateway.Options{})
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#servers"), chromedp.WaitVisible("#servers")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), showView("#servers"), chromedp.WaitVisible("#servers")); err != nil {
 		t.Fatal(err)
 	}
 	if title, _ := chromedp.Run(ctx, chromedp.Title()); title != "lm desk · servers" {
@@ -101,7 +102,7 @@ func TestServersDashboardInBrowser(t *testing.T) {
 
 	// Calls through the gateway appear in the activity log as they happen;
 	// the repeated one is served from the cache.
-	cl := mcpClient(t, g.url+"/mcp/everything")
+	cl := mcpClient(t, g.url+"/mcp/everything", g.authHeaders())
 	for range 2 {
 		if _, err := cl.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "seen on the dashboard"}}}); err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -58,9 +60,15 @@ type Options struct {
 	Ops []op.Operation
 	// Version is reported to MCP clients and in the OpenAPI document.
 	Version string
-	// Token, when set, is required as "Authorization: Bearer TOKEN" on
-	// /api/* and /mcp.
+	// Token is the person's bearer token. When empty, it is the token in
+	// LM_HOME, created on the first start, unless NoToken. Agents get their
+	// own tokens (see package token); every route but the page's files,
+	// /healthz and the API's description needs one of them.
 	Token string
+	// NoToken serves without tokens, as the person chose: the page's
+	// routes credit their callers as the person, MCP's as anonymous agents.
+	// Serve refuses it on an address beyond loopback.
+	NoToken bool
 	// Sessions is how /mcp and /mcp/{server} keep MCP sessions: stateless
 	// by default; stateful ones expire when idle and are bounded in number.
 	Sessions mcpx.Sessions
@@ -73,12 +81,14 @@ type Options struct {
 
 // Server is a configured gateway.
 type Server struct {
-	opts    Options
-	ops     map[string]op.Operation
-	hub     *hub
-	servers *mcphub.Hub // the supervised MCP servers (spec 004)
-	enhance *enhance.Enhancer
-	handler http.Handler
+	opts     Options
+	verifier *token.Verifier
+	ops      map[string]op.Operation
+	hub      *hub
+	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
+	enhance  *enhance.Enhancer
+	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
+	handler  http.Handler
 	// calls are spec 002 calls running for their streams. They write to
 	// the store (the call history) even once cancelled, so Serve waits for
 	// them before it returns.
@@ -97,7 +107,17 @@ func New(opts Options) (*Server, error) {
 		opts.Env.Started = time.Now()
 	}
 	opts.Env.Stderr = logLines{opts.Log}
-	s := &Server{opts: opts, ops: map[string]op.Operation{}}
+	switch {
+	case opts.NoToken && opts.Token != "":
+		return nil, op.Errorf(op.KindInvalid, "gateway: a token and no token at once").WithHint("pass a token or --no-token, not both")
+	case !opts.NoToken && opts.Token == "":
+		tok, err := token.Person(opts.Env.Home)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		opts.Token = tok
+	}
+	s := &Server{opts: opts, verifier: token.NewVerifier(opts.Env.Home, opts.Token), ops: map[string]op.Operation{}}
 	for _, o := range opts.Ops {
 		s.ops[o.Info().Name] = o
 	}
@@ -130,9 +150,23 @@ func New(opts Options) (*Server, error) {
 // Handler is the gateway's whole HTTP surface.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// PageURL is the page's address on this gateway listening at addr.
+func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
+
+// PageURL is the page's address on a gateway listening at addr, carrying
+// the person's token (if any) in the fragment, which browsers never send to
+// a server: the page keeps it and drops it from the address bar.
+func PageURL(addr, token string) string {
+	u := "http://" + addr + "/"
+	if token != "" {
+		u += "#token=" + url.QueryEscape(token)
+	}
+	return u
+}
+
 func (s *Server) routes(m *server.MCPServer) http.Handler {
-	page := func(h http.Handler) http.Handler { return s.authorized(credited(op.RolePerson, h)) }
-	agents := func(h http.Handler) http.Handler { return s.authorized(credited(op.RoleAgent, h)) }
+	page := func(h http.Handler) http.Handler { return s.identified(pageFace, h) }
+	agents := func(h http.Handler) http.Handler { return s.identified(agentFace, h) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	for _, r := range apiRoutes {
@@ -144,23 +178,26 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	streamable := server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
+	s.mcp = server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
 		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", agents(streamable))
+	mux.Handle("/mcp", agents(s.mcp))
 	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
 	hub := s.servers.Handler(s.opts.Sessions)
+	// Installing, removing, starting and stopping servers decide which
+	// programs run: the person's, like the configuration itself.
+	dashboard := page(personOnly(true, "changing the servers", hub))
 	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache"} {
-		mux.Handle(p, page(hub))
+		mux.Handle(p, dashboard)
 	}
 	mux.Handle("/mcp/{server}", agents(hub))
 	s.spec002Routes(mux, agents)
 	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
-	return s.logged(sameOrigin(limitBody(mux)))
+	return s.logged(sameOrigin(jsonBodies(limitBody(mux))))
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:
@@ -170,6 +207,10 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 // ready function runs once HTTP and the control socket serve (to announce
 // the address, say); an error from one stops the gateway.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() error) error {
+	if s.opts.NoToken && !isLoopback(ln.Addr().String()) {
+		return op.Errorf(op.KindInvalid, "gateway: no token on %s, an address beyond loopback: anyone who reaches it could use the queue and the tools", ln.Addr()).
+			WithHint("listen on 127.0.0.1 (--addr 127.0.0.1:PORT), or keep the token")
+	}
 	baseCtx, cancelAll := context.WithCancel(context.Background())
 	defer cancelAll()
 	streamsCtx, endStreams := context.WithCancel(baseCtx)
@@ -202,6 +243,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	go controlSrv.Serve(control)
 	// Children never outlive the gateway: they stop after the listeners.
 	defer s.servers.Close()
+	defer s.mcp.Shutdown(context.Background())
 	defer controlSrv.Close()
 	s.servers.Start()
 	errc := make(chan error, 1)
@@ -209,7 +251,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// Logged before the ready functions announce the gateway, so whoever
 	// they tell finds the line in the log.
 	s.opts.Log.Info("gateway listening", "addr", ln.Addr().String(), "store", s.opts.Env.Store.Path,
-		"auth", s.opts.Token != "", "mcp_stateful", s.opts.Sessions.Stateful)
+		"token", !s.opts.NoToken, "mcp_stateful", s.opts.Sessions.Stateful)
 	for _, r := range ready {
 		if err := r(); err != nil {
 			srv.Close()

@@ -20,6 +20,7 @@ import (
 
 	"lmtool.dev/lm/cli"
 	"lmtool.dev/lm/pkg/gateway"
+	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
@@ -43,6 +44,40 @@ type gw struct {
 	stop  func() // stops serving; later calls do nothing
 }
 
+// personToken is the person's token of the gateways tests start, unless a
+// test gives its own or none.
+const personToken = "lmp_test-person-token"
+
+// auth is the header that carries the person's token ("" with no token).
+func (g *gw) auth() string {
+	if g.opts.Token == "" {
+		return ""
+	}
+	return "Bearer " + g.opts.Token
+}
+
+// authHeaders are the headers an MCP client sends to carry the person's
+// token.
+func (g *gw) authHeaders() map[string]string {
+	return map[string]string{"Authorization": g.auth()}
+}
+
+// agentHeaders are the headers of an agent with a token of its own, made
+// for name.
+func (g *gw) agentHeaders(name string) map[string]string {
+	g.t.Helper()
+	tok, err := token.AddAgent(filepath.Dir(g.store), name, time.Now())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return map[string]string{"Authorization": "Bearer " + tok}
+}
+
+// page is the page's URL as lm gateway prints it, with the person's token.
+func (g *gw) page() string {
+	return gateway.PageURL(strings.TrimPrefix(g.url, "http://"), g.opts.Token)
+}
+
 func start(t *testing.T, opts gateway.Options) *gw {
 	t.Helper()
 	return startIn(t, t.TempDir(), opts)
@@ -62,6 +97,9 @@ func startAt(t *testing.T, home, addr string, opts gateway.Options) *gw {
 	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, Environ: os.Environ(), Roots: opts.Env.Roots}
 	opts.Ops = registry.All()
 	opts.Version = "test"
+	if opts.Token == "" && !opts.NoToken {
+		opts.Token = personToken
+	}
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 200 * time.Millisecond
 	}
@@ -109,6 +147,11 @@ func (g *gw) do(method, path, body string, header ...string) (int, map[string]an
 	req, err := http.NewRequest(method, g.url+path, strings.NewReader(body))
 	if err != nil {
 		g.t.Fatal(err)
+	}
+	// The person's token and a JSON body unless the test says otherwise.
+	req.Header.Set("Authorization", g.auth())
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		if header[i] == "Host" {
@@ -295,7 +338,8 @@ func TestTokenAndOrigin(t *testing.T) {
 		{"rebound host on the page", "/", []string{"Host", "evil.example"}, 403},
 		{"localhost host", "/api/status", []string{"Authorization", "Bearer s3cret", "Host", "localhost:7437", "Origin", "http://localhost:7437"}, 200},
 	} {
-		header := append([]string(nil), c.header...)
+		// No token unless the case gives one.
+		header := append([]string{"Authorization", ""}, c.header...)
 		for i := range header {
 			header[i] = strings.ReplaceAll(header[i], "URL", g.url)
 		}
@@ -324,6 +368,7 @@ func (g *gw) events(lastID string, header ...string) *sse {
 	g.t.Helper()
 	req, _ := http.NewRequest("GET", g.url+"/api/events", nil)
 	req.Header.Set("Accept", "text/event-stream") // as browsers send it
+	req.Header.Set("Authorization", g.auth())
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
@@ -531,7 +576,7 @@ func TestAgentTurningIdleIsAnnounced(t *testing.T) {
 func TestEnhanceRouteBehindTheToken(t *testing.T) {
 	t.Setenv("LM_MODEL", "") // no model, whatever the machine has
 	g := start(t, gateway.Options{Token: "open-sesame"})
-	if code, _ := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`); code != 401 {
+	if code, _ := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`, "Authorization", ""); code != 401 {
 		t.Fatalf("without the token: %d", code)
 	}
 	code, body := g.do("POST", "/ollama/enhance", `{"prompt": "tidy the README"}`, "Authorization", "Bearer open-sesame", "X-Client-Name", "vscode")
@@ -575,6 +620,8 @@ func TestGracefulShutdown(t *testing.T) {
 		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", g.url+"/api/instructions", body)
 		req.ContentLength = int64(len(add))
 		req.Header.Set("Expect", "100-continue")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", g.auth())
 		res, err := (&http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}).Do(req)
 		if err != nil {
 			t.Errorf("the add in flight: %v", err)
@@ -661,7 +708,7 @@ func TestStalledRequestsTimeOut(t *testing.T) {
 	addr := strings.TrimPrefix(g.url, "http://")
 	for _, c := range []struct{ name, sent, want string }{
 		{"headers never finished", "GET /api/status HTTP/1.1\r\nHost: " + addr + "\r\n", ""},
-		{"body never finished", "POST /api/instructions HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"content\": ", "HTTP/1.1 400"},
+		{"body never finished", "POST /api/instructions HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: " + g.auth() + "\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"content\": ", "HTTP/1.1 400"},
 	} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {

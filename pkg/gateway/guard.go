@@ -1,9 +1,8 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,17 +13,20 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// sameOrigin is the DNS-rebinding and cross-site defence. A page on another
-// site can make a browser send requests to 127.0.0.1, and a rebound domain
-// can even pass as same-origin; so a request that reached a loopback
-// listener must name a loopback Host, and a request that carries an Origin
-// (every cross-origin fetch and every form post does) must come from the
-// gateway's own origin.
+// sameOrigin is the DNS-rebinding and cross-site defence, on every address
+// the gateway listens on. A page on another site can make a browser send
+// requests to the gateway, and a rebound domain can even pass as
+// same-origin; so a request must name the gateway by an address (a loopback
+// one on a loopback listener) or as localhost, never by a domain name, and
+// a request that carries an Origin (every cross-origin fetch and every form
+// post does) must come from the gateway's own origin.
 func sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
-			writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "host %q is not this gateway's; requests to a loopback gateway must use localhost or a loopback address", r.Host).
-				WithCategory("forbidden_host"))
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local != nil && !hostAllowed(r.Host, local.String()) {
+			writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "host %q is not this gateway's", r.Host).
+				WithCategory("forbidden_host").
+				WithHint("address the gateway by its IP address or as localhost (http://%s); a domain name could be rebound to it by any web page", local))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !originMatches(origin, r.Host) {
@@ -34,6 +36,22 @@ func sameOrigin(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// hostAllowed reports whether a request's Host may reach the listener at
+// local: a loopback listener answers to loopback names only; any listener
+// answers to IP addresses and localhost, which no DNS answer can rebind.
+func hostAllowed(host, local string) bool {
+	if isLoopback(local) {
+		return isLoopback(host)
+	}
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		name = host
+	}
+	name = strings.Trim(name, "[]")
+	_, err = netip.ParseAddr(name)
+	return err == nil || strings.EqualFold(name, "localhost")
 }
 
 // isLoopback reports whether a host or host:port names the loopback
@@ -58,35 +76,87 @@ func originMatches(origin, host string) bool {
 	return strings.EqualFold(u.Host, host)
 }
 
-// authorized requires the bearer token when one is configured. Digests are
-// compared so that neither the token's bytes nor its length leak through
-// timing.
-func (s *Server) authorized(next http.Handler) http.Handler {
-	if s.opts.Token == "" {
-		return next
-	}
-	want := sha256.Sum256([]byte(s.opts.Token))
+// jsonBodies refuses a request body that is not declared as JSON. Every
+// route that takes a body takes JSON, and only a body declared as
+// text/plain, a form or multipart can cross origins without the browser
+// asking the gateway first.
+func jsonBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		given, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(given)))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="lm"`)
-			writeError(w, http.StatusUnauthorized, op.Errorf(op.KindDenied, "a valid bearer token is required").
-				WithCategory("unauthorized").WithHint("send the header \"Authorization: Bearer TOKEN\" with the gateway's token (LM_API_TOKEN or --token-file)"))
-			return
+		if r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, op.Errorf(op.KindInvalid, "the request body must be JSON, sent as Content-Type: application/json (got %q)", r.Header.Get("Content-Type")).
+					WithCategory("unsupported_media_type").WithHint("send the header \"Content-Type: application/json\" with a JSON body"))
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// credited records on each request who its caller is, for the operation
-// to check: the page's routes serve the person who holds the gateway's
-// token (or who started it without one), MCP's and spec 002's routes serve
-// agents.
-func credited(role op.Role, next http.Handler) http.Handler {
-	c := op.Caller{Role: role}
+// face is the kind of client a route serves, which decides who its
+// callers are when they present no token.
+type face int
+
+const (
+	// pageFace is the page's routes (the queue's API, the servers'
+	// dashboard): with --no-token, their callers are the person.
+	pageFace face = iota
+	// agentFace is MCP and spec 002's protocol: with --no-token, their
+	// callers are anonymous agents.
+	agentFace
+)
+
+// identified establishes who is calling from the request's bearer token
+// and records it on the request's context for the operation to read. With
+// tokens on, a request without a token the gateway knows gets 401 before
+// anything runs.
+func (s *Server) identified(f face, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok, err := s.verifier.Identify(bearer(r.Header.Get("Authorization")))
+		switch {
+		case err != nil:
+			s.opts.Log.Error("reading the agent tokens", "err", err)
+			writeError(w, http.StatusInternalServerError, err)
+			return
+		case ok:
+		case s.opts.NoToken && f == pageFace:
+			c = op.Caller{Role: op.RolePerson}
+		case s.opts.NoToken:
+			c = op.Caller{Role: op.RoleAgent}
+		default:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lm"`)
+			writeError(w, http.StatusUnauthorized, op.Errorf(op.KindDenied, "a valid bearer token is required").
+				WithCategory("unauthorized").
+				WithHint("send \"Authorization: Bearer TOKEN\" with the person's token (the URL 'lm gateway' prints carries it) or an agent's token ('lm gateway token add NAME')"))
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(op.WithCaller(r.Context(), c)))
+	})
+}
+
+// bearer is the token of an "Authorization: Bearer TOKEN" header; the
+// scheme is case-insensitive (RFC 9110 §11.1).
+func bearer(header string) string {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
+// personOnly lets only the person through: the page with the person's
+// token (or any page caller with --no-token). Requests that only read
+// (GET, HEAD) pass when only changes are the person's.
+func personOnly(changesOnly bool, what string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := op.CallerFrom(r.Context())
+		if c.IsPerson() || (changesOnly && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "%s is the person's only: %s may not use it", what, c).
+			WithCategory("denied").
+			WithHint("use the page opened from the URL 'lm gateway' prints, or lm on the command line"))
 	})
 }
 

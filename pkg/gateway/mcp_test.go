@@ -63,7 +63,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 func TestMCPLegacySSE(t *testing.T) {
 	g := start(t, gateway.Options{})
 	g.do("POST", "/api/instructions", `{"content": "over legacy SSE"}`)
-	c, err := client.NewSSEMCPClient(g.url + "/mcp/sse")
+	c, err := client.NewSSEMCPClient(g.url+"/mcp/sse", transport.WithHeaders(g.authHeaders()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,7 @@ func rpc(t *testing.T, g *gw, body string, header ...string) (*http.Response, st
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	req.Header.Set("Authorization", g.auth())
 	for i := 0; i+1 < len(header); i += 2 {
 		if header[i] == "Host" {
 			req.Host = header[i+1]
@@ -130,6 +131,7 @@ func TestMCPStatefulSessionEndsWithDelete(t *testing.T) {
 		t.Fatalf("tools/list in the session: %d", res.StatusCode)
 	}
 	req, _ := http.NewRequest("DELETE", g.url+"/mcp", nil)
+	req.Header.Set("Authorization", g.auth())
 	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	del, err := http.DefaultClient.Do(req)
@@ -215,16 +217,24 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any) 
 	return out
 }
 
-// By default /mcp keeps no sessions, so an agent that initialized against
-// one gateway process goes on calling the next one after a restart.
+// By default /mcp keeps no sessions: it hands out a session id, which
+// tells clients apart, but accepts any well-formed one, so an agent that
+// initialized against one gateway process goes on calling the next one
+// after a restart.
 func TestMCPStatelessSurvivesRestart(t *testing.T) {
 	g := start(t, gateway.Options{})
-	if res, _ := rpc(t, g, initialize); res.StatusCode != 200 || res.Header.Get("Mcp-Session-Id") != "" {
-		t.Fatalf("stateless initialize: status %d, session %q", res.StatusCode, res.Header.Get("Mcp-Session-Id"))
+	res, _ := rpc(t, g, initialize)
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != 200 || session == "" {
+		t.Fatalf("stateless initialize: status %d, session %q", res.StatusCode, session)
+	}
+	g.restart()
+	if res, _ := rpc(t, g, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Mcp-Session-Id", session); res.StatusCode != 200 {
+		t.Fatalf("a session from before the restart: status %d", res.StatusCode)
 	}
 	g.do("POST", "/api/instructions", `{"content": "before the restart"}`)
 	g.do("POST", "/api/instructions", `{"content": "after the restart"}`)
-	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.authHeaders()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,6 +268,7 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", g.url+"/mcp", nil)
 	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", g.auth())
 	req.Header.Set("Mcp-Session-Id", session)
 	req.Header.Set("MCP-Protocol-Version", mcp.LATEST_LEGACY_PROTOCOL_VERSION)
 	listen, err := http.DefaultClient.Do(req)
@@ -327,7 +338,7 @@ func TestLogTellsLifecycleAndCalls(t *testing.T) {
 	id := strings.TrimSpace(g.lm("queue", "list", "--status", "pending", "-r", "--jq", ".items[1].id"))
 	g.do("PATCH", "/api/instructions/"+id, `{"content": "reworded"}`)
 	g.mcpNext("stdio-agent")
-	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.authHeaders()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ func TestEveryDocumentedRouteIsServed(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", g.auth())
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			cancel()

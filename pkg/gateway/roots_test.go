@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/gateway"
@@ -22,7 +23,7 @@ func TestMCPCallersWorkBeneathTheGatewaysRoots(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "in.txt"), []byte("INSIDE\n"), 0o644)
 	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("TOPSECRET\n"), 0o644)
 	g := start(t, gateway.Options{Env: op.Env{Roots: []string{root}}})
-	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.agentHeaders("confined")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -27,7 +28,8 @@ import (
 // call blocks on delivering its own.
 const resultBuffer = 16
 
-// spec002Routes adds the protocol's four routes to mux, behind the token.
+// spec002Routes adds the protocol's four routes to mux, behind the token;
+// agents wraps them with who their callers are.
 func (s *Server) spec002Routes(mux *http.ServeMux, agents func(http.Handler) http.Handler) {
 	clients := &sseClients{byID: map[string]*sseClient{}}
 	mux.Handle("GET /info", agents(http.HandlerFunc(s.spec002Info)))
@@ -39,6 +41,7 @@ func (s *Server) spec002Routes(mux *http.ServeMux, agents func(http.Handler) htt
 // sseClient is one open /sse stream.
 type sseClient struct {
 	ctx     context.Context // ends with the stream; calls made for it end too
+	caller  op.Caller       // who opened it: only they may post for it
 	results chan any
 }
 
@@ -51,7 +54,8 @@ func (c *sseClients) add(ctx context.Context) (string, *sseClient) {
 	var b [16]byte
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
-	cl := &sseClient{ctx: ctx, results: make(chan any, resultBuffer)}
+	caller, _ := op.CallerFrom(ctx)
+	cl := &sseClient{ctx: ctx, caller: caller, results: make(chan any, resultBuffer)}
 	c.mu.Lock()
 	c.byID[id] = cl
 	c.mu.Unlock()
@@ -181,7 +185,12 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 			WithHint("open GET /sse first and send the clientId of its connected event"))
 		return
 	}
+	// A client id is bound to whoever opened its stream: another caller
+	// who learnt it cannot post calls in its name.
 	cl := clients.get(msg.ClientID)
+	if caller, _ := op.CallerFrom(r.Context()); cl != nil && cl.caller != caller {
+		cl = nil
+	}
 	if cl == nil {
 		writeError(w, http.StatusNotFound, op.Errorf(op.KindNotFound, "unknown clientId %q: no open /sse stream has it", msg.ClientID).
 			WithCategory("unknown_client_id").WithHint("client ids end with their stream; reconnect to GET /sse and use the new id"))
@@ -197,7 +206,9 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 	if o := s.ops[msg.Tool]; o != nil && !o.Info().CLIOnly && !o.Info().Stream {
 		run = func(ctx context.Context) (any, error) {
 			env := s.opts.Env
-			env.Client = "web"
+			// An agent that gave no name is known by its stream, so two
+			// such clients keep apart.
+			env.Client = mcpx.SessionAgent(msg.ClientID)
 			return o.Call(ctx, &env, msg.Parameters)
 		}
 	} else if s.servers.HasTool(msg.Tool) {

@@ -65,7 +65,8 @@ func (s *sseStream) next() (string, map[string]any) {
 }
 
 func TestSpec002Protocol(t *testing.T) {
-	g := start(t, gateway.Options{})
+	// Without tokens, its callers are anonymous agents.
+	g := start(t, gateway.Options{NoToken: true})
 
 	status, info := g.do("GET", "/info", "")
 	if status != 200 || info["name"] != "lm" || info["tools"].(float64) < 1 {
@@ -81,7 +82,7 @@ func TestSpec002Protocol(t *testing.T) {
 		t.Fatalf("GET /tools: %d, names %v (get_user_request and servers_call served; the person's queue_add and the CLI-only jobs_start not)", status, names)
 	}
 
-	stream := openSSE(t, g.url)
+	stream := openSSE(t, g.url, "Authorization", g.auth())
 	if ct := stream.res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("GET /sse: Content-Type %q", ct)
 	}
@@ -152,11 +153,11 @@ func TestSpec002Protocol(t *testing.T) {
 func TestSpec002KeepsTheGatewaysGuards(t *testing.T) {
 	g := start(t, gateway.Options{Token: "s3cret"})
 	for _, path := range []string{"/info", "/tools", "/sse"} {
-		if status, out := g.do("GET", path, ""); status != 401 || out["error_category"] != "unauthorized" {
+		if status, out := g.do("GET", path, "", "Authorization", ""); status != 401 || out["error_category"] != "unauthorized" {
 			t.Errorf("GET %s without the token: %d %v", path, status, out)
 		}
 	}
-	if status, _ := g.do("POST", "/messages", `{"clientId":"x"}`); status != 401 {
+	if status, _ := g.do("POST", "/messages", `{"clientId":"x"}`, "Authorization", ""); status != 401 {
 		t.Errorf("POST /messages without the token: %d", status)
 	}
 	if status, _ := g.do("GET", "/info", "", "Authorization", "Bearer s3cret"); status != 200 {
@@ -199,7 +200,7 @@ func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
 		t.Errorf("GET /info counts the servers' tools too: %v", info)
 	}
 
-	stream := openSSE(t, g.url)
+	stream := openSSE(t, g.url, "Authorization", g.auth())
 	_, hello := stream.next()
 	stream.next()
 	id := hello["clientId"].(string)
@@ -221,7 +222,7 @@ func TestSpec002ServesTheSupervisedServersTools(t *testing.T) {
 // as it declares for agents. The probes carry an unknown field: an admitted
 // call fails validation and runs nothing, a refused one fails before it.
 func TestSpec002MessagesEnforceTheCallersPolicy(t *testing.T) {
-	g := start(t, gateway.Options{})
+	g := start(t, gateway.Options{NoToken: true})
 	stream := openSSE(t, g.url)
 	_, connected := stream.next()
 	stream.next()

@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 )
 
@@ -32,7 +33,8 @@ func CallLog(log *slog.Logger) *server.Hooks {
 				json.Unmarshal(raw, &out)
 			}
 			requested, _ := req.GetArguments()["agent_id"].(string)
-			attrs = append(attrs, "agent_id", queue.AgentID(requested, clientName(ctx, *req)),
+			caller, _ := op.CallerFrom(ctx)
+			attrs = append(attrs, "agent_id", queue.AgentID(requested, caller.Name, clientName(ctx, *req)),
 				"result_type", out.ResultType, "waited_seconds", out.Waited)
 		}
 		log.Info("tool call", attrs...)

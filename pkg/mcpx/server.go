@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -43,6 +44,9 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 	}
 	s := server.NewMCPServer("lm", version, append([]server.ServerOption{
 		server.WithToolCapabilities(false),
+		// lm sends notifications/message (run_task's streamed output), so it
+		// declares logging and answers logging/setLevel.
+		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
@@ -176,6 +180,13 @@ func handler(s *server.MCPServer, o op.Operation, base op.Env, roots *clientRoot
 		caller := base.Caller
 		if c, ok := op.CallerFrom(ctx); ok {
 			caller = c
+			// A caller recorded on the request means a face with many
+			// clients at once (the gateway); there an agent that gave no
+			// name is known by its MCP session, so two of them never share
+			// a wait or a row in the queue's status.
+			if session := server.ClientSessionFromContext(ctx); c.Name == "" && session != nil && session.SessionID() != "" {
+				env.Client = SessionAgent(session.SessionID())
+			}
 		}
 		if !caller.IsPerson() {
 			env.Roots = roots.of(ctx, base.Roots)
@@ -231,6 +242,23 @@ func arguments(req mcp.CallToolRequest) json.RawMessage {
 		raw, _ := json.Marshal(a)
 		return raw
 	}
+}
+
+// SessionAgent is the agent id of a client known only by its session on a
+// face that serves many clients: "agent-" and the session id's first eight
+// letters or digits, which are random.
+func SessionAgent(session string) string {
+	session = strings.TrimPrefix(session, "mcp-session-")
+	key := make([]rune, 0, 8)
+	for _, r := range session {
+		if len(key) == cap(key) {
+			break
+		}
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			key = append(key, r)
+		}
+	}
+	return "agent-" + string(key)
 }
 
 func clientName(ctx context.Context, req mcp.CallToolRequest) string {

@@ -28,7 +28,7 @@ type Sessions struct {
 	// default is stateless.
 	Stateful bool
 	// IdleTTL ends a session idle for this long (DefaultSessionIdleTTL
-	// when 0).
+	// when 0); stateless, it forgets what it knew of the session's client.
 	IdleTTL time.Duration
 	// Max is how many sessions may live at once (DefaultMaxSessions when
 	// 0); a new one beyond it ends the oldest.
@@ -38,12 +38,12 @@ type Sessions struct {
 // Options are the mcp-go options that implement s for an endpoint serving
 // m. Each call makes a new session table, so every endpoint has its own.
 func (s Sessions) Options(m *server.MCPServer) []server.StreamableHTTPOption {
-	if !s.Stateful {
-		return []server.StreamableHTTPOption{server.WithStateLess(true)}
-	}
 	ttl, max := s.IdleTTL, s.Max
 	if ttl <= 0 {
 		ttl = DefaultSessionIdleTTL
+	}
+	if !s.Stateful {
+		return []server.StreamableHTTPOption{server.WithSessionIdManager(&statelessIDs{}), server.WithSessionIdleTTL(ttl)}
 	}
 	if max <= 0 {
 		max = DefaultMaxSessions
@@ -52,6 +52,24 @@ func (s Sessions) Options(m *server.MCPServer) []server.StreamableHTTPOption {
 		server.WithSessionIdManager(newSessionTable(max, m)),
 		server.WithSessionIdleTTL(ttl),
 	}
+}
+
+// statelessIDs keeps no sessions, so nothing a restart would lose, yet
+// hands each client a session id at initialize: it tells clients whose
+// token names no agent apart (see the attribution in handler), across a
+// gateway's restarts too, since any well-formed id is accepted, and so is
+// none (a script's one-off call). What the transport remembers of an id
+// (the client's name, for one) is dropped when it has been idle for the
+// TTL.
+type statelessIDs struct {
+	server.StatelessGeneratingSessionIdManager
+}
+
+func (m *statelessIDs) Validate(id string) (isTerminated bool, err error) {
+	if id == "" {
+		return false, nil
+	}
+	return m.StatelessGeneratingSessionIdManager.Validate(id)
 }
 
 // sessionTable issues random session ids and remembers the live ones, at

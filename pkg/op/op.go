@@ -243,11 +243,11 @@ func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
 
 func (t *typed[In, Out]) schemas() {
 	t.once.Do(func() {
-		in, err := jsonschema.For[In](nil)
+		in, err := jsonschema.For[In](schemaOptions)
 		if err != nil {
 			panic(fmt.Sprintf("op %s: input schema: %v", t.meta.Name, err))
 		}
-		out, err := jsonschema.For[Out](nil)
+		out, err := jsonschema.For[Out](schemaOptions)
 		if err != nil {
 			panic(fmt.Sprintf("op %s: output schema: %v", t.meta.Name, err))
 		}
@@ -274,6 +274,15 @@ func (t *typed[In, Out]) schemas() {
 		t.in, t.out, t.resolved = in, out, resolved
 	})
 }
+
+// schemaOptions describe Go's "any value" types as object schemas. The
+// library's default for them is the empty schema, which it writes as the
+// boolean schema `true`: valid JSON Schema, but the MCP schema wants every
+// property to be an object, and the official TypeScript SDK 1.x client
+// rejects a whole tools/list over one such property.
+var schemaOptions = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[any](): {Description: "any JSON value"},
+}}
 
 func (t *typed[In, Out]) Info() Meta { return t.meta }
 

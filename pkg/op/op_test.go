@@ -86,7 +86,9 @@ func TestUnknownFieldHintListsAccepted(t *testing.T) {
 // nor name it among the accepted fields.
 func TestCLIFieldsAreTheCommandLines(t *testing.T) {
 	o := New(Meta{Name: "greet", Path: []string{"demo", "greet"}, Summary: "Greet", Callers: Anyone, CLIFields: []string{"tags"}},
-		func(_ context.Context, _ *Env, in greetIn) (greetOut, error) { return greetOut{Text: strings.Join(in.Tags, ",")}, nil })
+		func(_ context.Context, _ *Env, in greetIn) (greetOut, error) {
+			return greetOut{Text: strings.Join(in.Tags, ",")}, nil
+		})
 	input := json.RawMessage(`{"name":"x","tags":["a"]}`)
 	if out, err := o.Call(context.Background(), &Env{Caller: Person()}, input); err != nil || out.(greetOut).Text != "a" {
 		t.Fatalf("on the command line: %v %v", out, err)

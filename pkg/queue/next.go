@@ -43,13 +43,13 @@ func (o NextOutput) ExitCode() int {
 }
 
 // AgentID is the agent a get_user_request call is credited to: the
-// agent_id it gave, else its MCP client's name, else "cli".
-func AgentID(requested, client string) string {
-	switch {
-	case requested != "":
-		return requested
-	case client != "":
-		return client
+// agent_id it gave, else the name its token proves, else its MCP client's
+// name, else "cli".
+func AgentID(requested, tokenName, client string) string {
+	for _, id := range []string{requested, tokenName, client} {
+		if id != "" {
+			return id
+		}
 	}
 	return "cli"
 }
@@ -73,7 +73,7 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // up to the configured time for one, then answer empty or with the default
 // response. A cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
-	agent := AgentID(in.AgentID, env.Client)
+	agent := AgentID(in.AgentID, env.Caller.Name, env.Client)
 	start := env.Now()
 	current, gen := nextGeneration(agent)
 

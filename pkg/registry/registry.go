@@ -120,7 +120,7 @@ func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Targ
 	if err != nil {
 		return agent.Target{}, err
 	}
-	t := agent.Target{Name: name, URL: s.URL, Headers: s.Headers}
+	t := agent.Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
 	if s.URL == "" {
 		t.Command = append([]string{s.Command}, s.Args...)
 		for k, v := range s.Env {

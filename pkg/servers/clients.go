@@ -150,28 +150,47 @@ func readServers(path string, section map[string]json.RawMessage) (found []Found
 	return found, skipped, nil
 }
 
+// AgentTokenEnv is the environment variable the exported configurations of
+// Claude Code and Cursor take the agent's gateway token from; the person
+// makes the token with `lm gateway token add NAME`.
+const AgentTokenEnv = "LM_AGENT_TOKEN"
+
+// agentTokenInput is the VS Code input that asks for the agent's token.
+const agentTokenInput = "lm-agent-token"
+
 // ClientConfig is the configuration that points a client at lm: the
-// gateway's /mcp URL, through `lm mcp --connect` for clients that launch
-// only stdio servers (Claude Desktop), or `lm mcp` itself when via is
-// "stdio" (lm's own tools, no hub).
+// gateway's /mcp URL with an agent token in the Authorization header,
+// through `lm mcp --connect` for clients that launch only stdio servers
+// (Claude Desktop), or `lm mcp` itself when via is "stdio" (lm's own
+// tools, no hub). Each client takes the token the way it can without the
+// token being written into the file: from the environment, or by asking.
 func ClientConfig(client, via, url, lm string) (map[string]any, error) {
 	var entry map[string]any
 	switch {
 	case via == "stdio":
 		entry = map[string]any{"command": lm, "args": []string{"mcp"}}
 	case client == "claude-desktop":
-		entry = map[string]any{"command": lm, "args": []string{"mcp", "--connect", url}}
+		// Claude Desktop expands nothing: the token goes in by hand.
+		entry = map[string]any{"command": lm, "args": []string{"mcp", "--connect", url},
+			"env": map[string]string{"LM_API_TOKEN": "AGENT_TOKEN from 'lm gateway token add claude-desktop'"}}
 	case client == "cursor":
-		entry = map[string]any{"url": url}
+		entry = map[string]any{"url": url, "headers": map[string]string{"Authorization": "Bearer ${env:" + AgentTokenEnv + "}"}}
+	case client == "vscode":
+		entry = map[string]any{"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${input:" + agentTokenInput + "}"}}
 	default:
-		entry = map[string]any{"type": "http", "url": url}
+		entry = map[string]any{"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer ${" + AgentTokenEnv + "}"}}
 	}
 	if via == "stdio" && client == "vscode" {
 		entry["type"] = "stdio"
 	}
 	switch client {
 	case "vscode":
-		return map[string]any{"servers": map[string]any{"lm": entry}}, nil
+		cfg := map[string]any{"servers": map[string]any{"lm": entry}}
+		if via != "stdio" {
+			cfg["inputs"] = []map[string]any{{"id": agentTokenInput, "type": "promptString", "password": true,
+				"description": "lm gateway agent token (lm gateway token add vscode)"}}
+		}
+		return cfg, nil
 	case "claude-desktop", "claude-code", "cursor":
 		return map[string]any{"mcpServers": map[string]any{"lm": entry}}, nil
 	}

@@ -453,6 +453,16 @@ func (c *Config) Validate(file string) error {
 				return bad(".cache_resources", fmt.Sprintf("%q is not a valid pattern", p), "resource URIs or patterns such as file:///docs/*")
 			}
 		}
+		// A program's arguments are public on the machine: any local user
+		// reads them with ps or in /proc. Secrets go to its environment.
+		for _, v := range append([]string{s.Command}, s.Args...) {
+			for _, m := range referencePattern.FindAllStringSubmatch(v, -1) {
+				if kind, name, _ := strings.Cut(m[1], ":"); kind == "secret" {
+					return bad(".args", fmt.Sprintf("puts the secret %s on the command line, where every local user can read it (ps, /proc)", name),
+						fmt.Sprintf("the secret in env, e.g. \"env\": {\"TOKEN\": \"${secret:%s}\"} (lm servers add --env 'TOKEN=${secret:%s}'), read by the server from its environment", name, name))
+				}
+			}
+		}
 		for _, v := range s.texts() {
 			for _, m := range referencePattern.FindAllStringSubmatch(v, -1) {
 				kind, name, _ := strings.Cut(m[1], ":")

@@ -26,7 +26,8 @@ func NodePrefix(home string) string { return filepath.Join(home, "node") }
 
 // Install installs an npm package (a registry name, name@version, a
 // tarball or a directory) under home and finds the command it provides.
-func Install(ctx context.Context, home, spec string) (*Installed, error) {
+// Unless allowScripts, npm runs none of the packages' lifecycle scripts.
+func Install(ctx context.Context, home, spec string, allowScripts bool) (*Installed, error) {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return nil, op.Errorf(op.KindUnavailable, "%s is not installed (not found in PATH)", tool).WithCategory("npm_not_found").
@@ -39,7 +40,11 @@ func Install(ctx context.Context, home, spec string) (*Installed, error) {
 	}
 	before := dependencies(prefix)
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund", "--save", spec)
+	args := []string{"install", "--prefix", prefix, "--no-audit", "--no-fund", "--save"}
+	if !allowScripts {
+		args = append(args, "--ignore-scripts")
+	}
+	cmd := exec.CommandContext(ctx, "npm", append(args, spec)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return nil, op.Errorf(op.KindUnavailable, "npm install %s failed (%v):\n%s", spec, err, tail(out.String(), 20)).WithCategory("install_failed").

@@ -80,18 +80,21 @@ func Ops() []op.Operation {
 			Callers: op.PersonOnly,
 			Summary: "Print a client configuration that points the client at lm's gateway",
 			Description: "Claude Desktop launches only stdio servers, so its entry runs `lm mcp --connect URL`; the others connect to the URL. " +
+				"Each sends an agent token, made with `lm gateway token add NAME` and never written into the file: Claude Code reads it from $LM_AGENT_TOKEN, " +
+				"Cursor from ${env:LM_AGENT_TOKEN}, VS Code asks for it once; for Claude Desktop, paste it into the entry's LM_API_TOKEN. " +
 				"--via stdio points the client at `lm mcp` instead (lm's own tools, without the hub). The URL is the running gateway's, else the default.",
 			Examples: "lm servers export --for claude-desktop\nlm servers export --for vscode > .vscode/mcp.json",
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, Export),
 		op.New(op.Meta{
 			Name: "servers_install", Path: []string{"servers", "install"},
-			Callers:     op.PersonOnly,
-			Summary:     "Install an MCP server from npm under LM_HOME and add it",
-			Description: "Runs npm install into $LM_HOME/node and records the package's command. Needs Node.js and npm.",
-			Examples:    "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
-			Args:        []string{"package"},
-			Effect:      op.Mutating, CLIOnly: true,
+			Callers: op.PersonOnly,
+			Summary: "Install an MCP server from npm under LM_HOME and add it",
+			Description: "Runs npm install into $LM_HOME/node and records the package's command. Needs Node.js and npm. " +
+				"npm runs no install scripts (--ignore-scripts) unless --allow-scripts says so: they would run the package's code before anyone looked at it.",
+			Examples: "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
+			Args:     []string{"package"},
+			Effect:   op.Mutating, CLIOnly: true,
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
@@ -461,8 +464,9 @@ func (ExportInput) RefineSchema(s *jsonschema.Schema) {
 
 // ExportOutput is a client's configuration file content.
 type ExportOutput struct {
-	MCPServers map[string]any `json:"mcpServers,omitempty"`
-	Servers    map[string]any `json:"servers,omitempty"`
+	Inputs     []map[string]any `json:"inputs,omitempty"`
+	MCPServers map[string]any   `json:"mcpServers,omitempty"`
+	Servers    map[string]any   `json:"servers,omitempty"`
 }
 
 // Export is servers_export.
@@ -491,6 +495,9 @@ func Export(_ context.Context, env *op.Env, in ExportInput) (ExportOutput, error
 	if v, ok := cfg["servers"].(map[string]any); ok {
 		out.Servers = v
 	}
+	if v, ok := cfg["inputs"].([]map[string]any); ok {
+		out.Inputs = v
+	}
 	return out, nil
 }
 
@@ -499,6 +506,9 @@ type InstallInput struct {
 	Package   string `json:"package" jsonschema:"an npm package (name, name@version, a tarball or a directory)"`
 	Name      string `json:"name,omitempty" jsonschema:"the server's name (default: from the package name)"`
 	AutoStart bool   `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
+	// Install scripts run code from the package (and every dependency) as
+	// the person, before anyone has looked at it.
+	AllowScripts bool `json:"allow_scripts,omitempty" jsonschema:"let npm run the packages' install scripts (by default it runs none); lm's command line only"`
 }
 
 // InstallOutput reports an installation.
@@ -513,7 +523,11 @@ func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput
 	if in.Name != "" && !NamePattern.MatchString(in.Name) {
 		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
 	}
-	inst, err := Install(ctx, env.Home, in.Package)
+	if in.AllowScripts && !env.Caller.Terminal {
+		return InstallOutput{}, op.Errorf(op.KindDenied, "install scripts run code from the package as you; only lm's command line may allow them").
+			WithHint("install without them, or run 'lm servers install --allow-scripts %s' on the command line", in.Package)
+	}
+	inst, err := Install(ctx, env.Home, in.Package, in.AllowScripts)
 	if err != nil {
 		return InstallOutput{}, err
 	}

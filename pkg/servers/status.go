@@ -42,6 +42,7 @@ type Status struct {
 	Prompts      int         `json:"prompts"`
 	Resources    int         `json:"resources"`
 	Collisions   []string    `json:"collisions,omitempty" jsonschema:"names not exposed on /mcp because another tool already has them"`
+	Unlisted     []string    `json:"unlisted,omitempty" jsonschema:"tools left off /mcp because MCP clients reject their schemas, and why; /mcp/NAME serves them as the server gave them"`
 	Breaker      BreakerInfo `json:"breaker"`
 }
 

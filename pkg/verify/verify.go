@@ -88,6 +88,12 @@ func (in *Input) Validate() error {
 
 // checkEntries checks every entry of a checklist.
 func checkEntries(checks []Check) error {
+	// A checklist with nothing to check would "pass" without looking at
+	// anything: a caller who meant to check something lost its checks.
+	if len(checks) == 0 {
+		return op.Errorf(op.KindInvalid, "the checklist has no checks").
+			WithHint(`give at least one {id, description, file, condition: {type, value}}`)
+	}
 	ids := map[string]bool{}
 	for i, c := range checks {
 		where := fmt.Sprintf("check %d (%q)", i+1, c.ID)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/liveness"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/breaker"
 )
@@ -247,6 +248,14 @@ func (c *child) run(ctx context.Context) (err error) {
 	// reader to the context given to Start.
 	cl := client.NewClient(tr)
 	cl.OnNotification(func(n mcp.JSONRPCNotification) { c.hub.upstreamNotification(c, n) })
+	// The legacy SSE transport waits for every answer on one stream: when
+	// it ends the session is over at once, and the calls waiting on it fail
+	// with it rather than after their timeout.
+	streamEnded := make(chan struct{})
+	if cfg.Kind() == servers.SSE {
+		var once sync.Once
+		cl.OnConnectionLost(func(error) { once.Do(func() { close(streamEnded) }) })
+	}
 	if err := cl.Start(ctx); err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -273,7 +282,7 @@ func (c *child) run(ctx context.Context) (err error) {
 		c.session = nil
 		c.mu.Unlock()
 	}()
-	return c.watch(ctx, cl, cfg, proc, exited)
+	return c.watch(ctx, cl, cfg, proc, exited, streamEnded)
 }
 
 func (c *child) initialize(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process) error {
@@ -341,9 +350,10 @@ func stderrSuffix(proc *process) string {
 }
 
 // watch probes the child's health until it fails or ctx ends. A probe is
-// an MCP ping, and every listEvery-th a tools/list; a slow answer marks
+// a request every protocol version answers (liveness.Probe), and every
+// listEvery-th a tools/list; a slow answer marks
 // the server degraded, a missing one restarts it.
-func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process, exited <-chan struct{}) error {
+func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Server, proc *process, exited, streamEnded <-chan struct{}) error {
 	tick := time.NewTicker(cfg.HealthInterval())
 	defer tick.Stop()
 	for n := 1; ; n++ {
@@ -352,11 +362,13 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 			return ctx.Err()
 		case <-exited:
 			return fmt.Errorf("exited (%s)%s", proc.exitText(), stderrSuffix(proc))
+		case <-streamEnded:
+			return errors.New("its SSE stream ended")
 		case <-tick.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, cfg.CallTimeout()))
 		began := time.Now()
-		err := cl.Ping(pctx)
+		err := liveness.Probe(pctx, cl)
 		if err == nil && n%listEvery == 0 && cl.GetServerCapabilities().Tools != nil {
 			_, err = cl.ListTools(pctx, mcp.ListToolsRequest{})
 		}
@@ -390,7 +402,7 @@ func (c *child) status() servers.Status {
 		Name: c.name, Description: c.cfg.Description, Transport: c.cfg.Kind(), Enabled: c.cfg.IsEnabled(), AutoStart: c.cfg.AutoStart,
 		State: c.state, Pid: c.pid, RestartCount: c.restarts, LastError: c.lastErr, LastExit: c.lastExit,
 		Tools: len(c.mirrored.tools), Prompts: len(c.mirrored.prompts), Resources: len(c.mirrored.resources),
-		Collisions: c.mirrored.collisions,
+		Collisions: c.mirrored.collisions, Unlisted: c.mirrored.unlisted,
 	}
 	if !c.startedAt.IsZero() && s.Healthy() {
 		t := c.startedAt.UTC()

@@ -68,7 +68,8 @@ func (h *Hub) Handler(sessions mcpx.Sessions) http.Handler {
 			writeError(w, op.Errorf(op.KindInvalid, "the body must be {\"package\": \"@org/mcp-server\", \"name\": \"optional\"}"))
 			return
 		}
-		out, err := servers.InstallOp(r.Context(), &op.Env{Home: h.home}, in)
+		caller, _ := op.CallerFrom(r.Context())
+		out, err := servers.InstallOp(r.Context(), &op.Env{Home: h.home, Caller: caller}, in)
 		if err != nil {
 			writeError(w, err)
 			return

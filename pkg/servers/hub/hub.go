@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/cache"
 )
@@ -330,7 +331,8 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		if errors.As(err, &te) || cctx.Err() != nil {
 			c.breaker.Failure()
 			if cctx.Err() != nil && ctx.Err() == nil {
-				err = fmt.Errorf("server %s did not answer %s within %s", c.name, method, c.config().CallTimeout())
+				return nil, op.Errorf(op.KindTimeout, "server %s did not answer %s within %s", c.name, method, c.config().CallTimeout()).
+					WithHint("the server's timeout setting in servers.json gives it longer")
 			}
 		} else {
 			c.breaker.Success()

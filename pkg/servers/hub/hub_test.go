@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -226,8 +229,10 @@ func TestBreakerOpensAndRecovers(t *testing.T) {
 	cl := connect(t, url+"/mcp")
 	slow := map[string]any{"duration": 5, "steps": 1}
 	for i := 0; i < 2; i++ {
-		if _, err := call(t, cl, "everything__trigger-long-running-operation", slow); err == nil || !strings.Contains(err.Error(), "did not answer") {
-			t.Fatalf("call %d to a server that does not answer: %v", i, err)
+		// The model reads why: an isError result with lm's envelope.
+		r, err := call(t, cl, "everything__trigger-long-running-operation", slow)
+		if err != nil || !r.IsError || !strings.Contains(text(r), "did not answer tools/call within 200ms") || !strings.Contains(text(r), `"exit_code":7`) {
+			t.Fatalf("call %d to a server that does not answer: %+v %v", i, r, err)
 		}
 	}
 	_, err := call(t, cl, "everything__echo", map[string]any{"message": "x"})
@@ -392,5 +397,69 @@ func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *test
 	}
 	if !strings.Contains(seen["lm servers logs"], "${secret:api_token}") || !strings.Contains(seen["lm servers show"], "${secret:api_token}") {
 		t.Errorf("logs and show name the reference instead: %s / %s", seen["lm servers logs"], seen["lm servers show"])
+	}
+}
+
+// TestADroppedSSEStreamEndsTheSession: a server reached over the legacy SSE
+// transport dies while a call waits for its answer on that stream. The
+// session ends at once: the call fails and the server leaves running,
+// long before the call's timeout or the next health probe (both a minute
+// here, past the test's deadline).
+func TestADroppedSSEStreamEndsTheSession(t *testing.T) {
+	everything := npmtest.Skip(t, "mcp-server-everything")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	srv := exec.Command(everything, "sse")
+	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	kill := func() { syscall.Kill(-srv.Process.Pid, syscall.SIGKILL); srv.Wait() }
+	t.Cleanup(kill)
+	for i := 0; i < 200; i++ { // up to 10 s for node to listen
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h, url := startHub(t, fmt.Sprintf(`{"mcpServers": {"remote": {"url": "http://127.0.0.1:%d/sse", "transport": "sse",
+		"auto_start": true, "timeout": 60, "health_check_interval": 60, "restart_on_failure": false}}}`, port))
+	settled(t, h, "remote")
+	cl := connect(t, url+"/mcp")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	running := make(chan struct{})
+	var once sync.Once
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			once.Do(func() { close(running) })
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = "remote__trigger-long-running-operation", map[string]any{"duration": 50, "steps": 50}
+		req.Params.Meta = &mcp.Meta{ProgressToken: "p"}
+		_, err := cl.CallTool(ctx, req)
+		done <- err
+	}()
+	select {
+	case <-running:
+	case err := <-done:
+		t.Fatalf("the call ended before it ran: %v", err)
+	}
+	kill()
+	if err := <-done; err == nil || ctx.Err() != nil {
+		t.Fatalf("the call on a dropped stream: %v (deadline passed: %v)", err, ctx.Err() != nil)
+	}
+	s := awaitState(t, h, "remote", servers.Failed, 20*time.Second)
+	if !strings.Contains(s.LastError, "SSE stream ended") {
+		t.Errorf("last error %q does not say the stream ended", s.LastError)
 	}
 }

@@ -4,15 +4,20 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/yosida95/uritemplate/v3"
 
+	"lmtool.dev/lm/pkg/mcpschema"
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers/cache"
 )
 
@@ -24,6 +29,9 @@ type mirrored struct {
 	// aggTemplates are listed on /mcp by the hub itself (see serveResources).
 	aggTemplates []mcp.ResourceTemplate
 	collisions   []string
+	// unlisted are tools left off /mcp because clients reject their
+	// schemas, with the reason.
+	unlisted []string
 }
 
 // Separator joins a server's name and its tool's or prompt's name on /mcp.
@@ -44,6 +52,15 @@ func Namespaced(server, name string) string {
 	}
 	sum := sha256.Sum256([]byte(server + Separator + name))
 	return n[:maxNameLen-9] + "_" + hex.EncodeToString(sum[:4])
+}
+
+// schemaProblems lists what MCP clients reject in a tool's schemas.
+func schemaProblems(t mcp.Tool) []string {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return mcpschema.ToolProblems(raw)
 }
 
 // mirror lists a child's tools, prompts and resources and registers them
@@ -144,6 +161,13 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}}
 		var aggTools []server.ServerTool
 		for i, t := range tools {
+			// One tool whose schema a strict client rejects would make it
+			// reject the whole list, lm's own tools included: /mcp leaves
+			// it out, and the server's own endpoint keeps it as given.
+			if problems := schemaProblems(t); len(problems) > 0 {
+				m.unlisted = append(m.unlisted, fmt.Sprintf("%s: %s", t.Name, strings.Join(problems, "; ")))
+				continue
+			}
 			name := Namespaced(c.name, t.Name)
 			if taken["tool"][name] || (h.aggregate.GetTool(name) != nil && !ours["tool"][name]) {
 				m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
@@ -217,6 +241,9 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 		}
 		for _, col := range m.collisions {
 			h.log.Warn("name collision on /mcp: not exposed there", "server", c.name, "what", col)
+		}
+		for _, u := range m.unlisted {
+			h.log.Warn("tool left off /mcp: MCP clients reject its schema", "server", c.name, "tool", u)
 		}
 	}
 	c.mu.Lock()
@@ -318,6 +345,11 @@ func (h *Hub) toolHandler(c *child, endpoint *server.MCPServer, upstream string)
 		v, err := h.forward(ctx, c, "tools/call", upstream, key, func(ctx context.Context, cl *client.Client) (any, error) {
 			return cl.CallTool(ctx, mcp.CallToolRequest{Params: params})
 		})
+		if op.KindOf(err) == op.KindTimeout {
+			// The tool ran out of time: a result the model can read, with
+			// lm's envelope (category timeout, exit 7).
+			return mcpx.ErrorResult(err), nil
+		}
 		if err != nil {
 			return nil, err
 		}

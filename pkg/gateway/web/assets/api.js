@@ -18,6 +18,18 @@ export class APIError extends Error {
 export const token = () => localStorage.getItem(TOKEN_KEY) || "";
 export const setToken = (t) => localStorage.setItem(TOKEN_KEY, t);
 
+// The URL the gateway prints carries the person's token in its fragment
+// (#token=…), which browsers never send to a server. Keep it, and take it
+// out of the address bar and the history, so it is not bookmarked, shared
+// or shown; a reload then runs on the kept token (as Jupyter does).
+{
+  const m = /^#token=([^&]+)/.exec(location.hash);
+  if (m) {
+    setToken(decodeURIComponent(m[1].replace(/\+/g, " ")));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+}
+
 export function headers(extra = {}) {
   const h = { ...extra };
   const t = token();

@@ -1,7 +1,7 @@
 // app.js — the desk: state from the API, kept live by /api/events; and the
 // switch between the desk, the servers dashboard (servers.js) and the Ask
 // view (ask.js).
-import { api, APIError, AuthError, setToken } from "./api.js";
+import { api, APIError, AuthError, setToken, token } from "./api.js";
 import { connect } from "./events.js";
 import { askView } from "./ask.js";
 import { serversView } from "./servers.js";
@@ -431,6 +431,10 @@ function askToken() {
   dashboard.stop();
   setLive("locked");
   const dlg = $("token-dialog");
+  // Asked again while a token is kept: the gateway refused it.
+  $("token-error").textContent = token()
+    ? "The gateway refused this token. Use the person's token from the URL lm gateway printed."
+    : "";
   if (!dlg.open) dlg.showModal();
   $("token-input").focus();
 }
@@ -440,7 +444,6 @@ $("token-form").addEventListener("submit", (e) => {
   if (!v) { $("token-error").textContent = "Paste the token."; return; }
   setToken(v);
   $("token-dialog").close();
-  $("token-error").textContent = "";
   load();
   dashboard.start();
   if (view() === "ask") ask.show();

@@ -1,0 +1,5 @@
+package main
+
+func main() { greet("world") }
+
+func greet(name string) string { return "hello " + name }
