@@ -52,12 +52,23 @@ func TestHelpTextsAreNonEmptyAndSayThingsOnce(t *testing.T) {
 }
 
 // repeatedPhrase is the first run of one to eight words said twice in a
-// row, ignoring case and punctuation at the words' ends; "" if none.
+// row within a sentence, ignoring case and punctuation at the words' ends;
+// "" if none.
 func repeatedPhrase(text string) string {
-	words := strings.Fields(strings.ToLower(text))
-	for i, w := range words {
-		words[i] = strings.Trim(w, ".,;:()")
+	var sentence []string
+	for _, w := range strings.Fields(strings.ToLower(text)) {
+		sentence = append(sentence, strings.Trim(w, ".,;:!?()"))
+		if strings.ContainsAny(w[len(w)-1:], ".;!?") {
+			if p := repeatIn(sentence); p != "" {
+				return p
+			}
+			sentence = nil
+		}
 	}
+	return repeatIn(sentence)
+}
+
+func repeatIn(words []string) string {
 	for n := 1; n <= 8; n++ {
 		for i := 0; i+2*n <= len(words); i++ {
 			if words[i] != "" && slices.Equal(words[i:i+n], words[i+n:i+2*n]) {
@@ -75,6 +86,7 @@ func TestRepeatedPhrase(t *testing.T) {
 		"the the end":                      "the",
 		"add it, then list, run or remove": "",
 		"NAME=VALUE (repeatable)":          "",
+		"Needs npm. npm runs no scripts":   "",
 	} {
 		if got := repeatedPhrase(text); got != want {
 			t.Errorf("repeatedPhrase(%q) = %q, want %q", text, got, want)
