@@ -21,7 +21,8 @@ func TestAskThreadSurvivesReloadsAndTabs(t *testing.T) {
 	)
 	g := startIn(t, askHome(t, m), gateway.Options{})
 	ctx := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/#ask"), chromedp.WaitVisible("#ask-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text"), chromedp.Click("#tab-ask"),
+		chromedp.WaitVisible("#ask-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#ask-server", contains("everything"), "the servers")

@@ -16,7 +16,7 @@ func TestPageComposerErrorClearsAfterAnotherAction(t *testing.T) {
 	ctx := browser(t)
 	g := start(t, gateway.Options{})
 	g.lm("queue", "add", "Already queued")
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#pending", contains("Already queued"), "rack")
@@ -43,7 +43,7 @@ func TestPageRailOnAPhone(t *testing.T) {
 	g := start(t, gateway.Options{})
 	const agent = "racer-on-a-rather-long-agent-name"
 	g.lm("queue", "next", "--agent-id", agent)
-	if err := chromedp.Do(ctx, chromedp.Navigate(g.url+"/"), chromedp.WaitVisible("#composer-text")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), chromedp.WaitVisible("#composer-text")); err != nil {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#agent-state", contains(agent), "agent cell")

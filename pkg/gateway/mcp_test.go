@@ -375,14 +375,15 @@ func TestLogTellsLifecycleAndCalls(t *testing.T) {
 }
 
 // The log credits a get_user_request without agent_id to the agent the
-// queue credited it to (its client's name), not to the empty argument, and
+// queue credited it to (the name its token proves), not to the empty
+// argument, and
 // what operations say for a terminal (a warning) joins the JSON log as a
 // record of its own, never as a plain-text line.
 func TestLogIsJSONAndNamesTheResolvedAgent(t *testing.T) {
 	log := &syncBuffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewJSONHandler(log, nil)), Sessions: mcpx.Sessions{Stateful: true}})
 	g.do("POST", "/api/instructions", `{"content": "for a nameless call"}`)
-	c, err := client.NewStreamableHttpClient(g.url + "/mcp")
+	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.agentHeaders("token-agent")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +400,8 @@ func TestLogIsJSONAndNamesTheResolvedAgent(t *testing.T) {
 	}
 	_, st := g.do("GET", "/api/status", "")
 	credited := st["agent"].(map[string]any)["agent_id"]
-	if credited != "named-client" {
-		t.Fatalf("the queue credited %v, want the client's name", credited)
+	if credited != "token-agent" {
+		t.Fatalf("the queue credited %v, want the name the agent's token proves", credited)
 	}
 	if code, body := g.do("PATCH", "/api/config", `{"default_wait_seconds": 120}`); code != 200 || body["warnings"] == nil {
 		t.Fatalf("PATCH a long wait = %d %v, want a warning in the answer", code, body)
