@@ -23,6 +23,8 @@ ARTIFACTS ?= $(CURDIR)/test-artifacts
 test:
 	$(GO) vet ./...
 	LM_SCREENSHOTS=$(ARTIFACTS)/screenshots $(GO) test -count=1 ./...
+	# Damaged stores: the seed corpus ran above; a few seconds of new cases.
+	$(GO) test -run '^$$' -fuzz '^FuzzDamagedStore$$' -fuzztime 10s -parallel 2 ./pkg/registry
 
 bench: build
 	./scripts/bench.sh

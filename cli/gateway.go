@@ -33,6 +33,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			rootFlag(),
 			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
+			&ucli.BoolFlag{Name: "log-file", Usage: "write the log to $LM_HOME/gateway.log, rotated by size ('lm gateway start' passes it)", Hidden: true, Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
 			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
 			allowFlag(),
@@ -161,14 +162,29 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
+	logTo := a.streams.Err
+	if cmd.Bool("log-file") {
+		// Started by 'lm gateway start': the log is its file, rotated by
+		// size so a gateway that runs for weeks does not fill the disk.
+		files, err := a.gatewayFiles(cmd)
+		if err != nil {
+			return fail(err)
+		}
+		l, err := files.OpenLog(env.Home)
+		if err != nil {
+			return fail(err)
+		}
+		defer l.Close()
+		logTo = l
+	}
 	level, err := logLevel(cmd.String("log-level"))
 	if err != nil {
 		return fail(err)
 	}
 	logOpts := &slog.HandlerOptions{Level: level}
-	var handler slog.Handler = slog.NewJSONHandler(a.streams.Err, logOpts)
-	if jsonio.IsTerminal(a.streams.Err) {
-		handler = slog.NewTextHandler(a.streams.Err, logOpts)
+	var handler slog.Handler = slog.NewJSONHandler(logTo, logOpts)
+	if jsonio.IsTerminal(logTo) {
+		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
 	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
@@ -249,7 +265,7 @@ func serveArgs(cmd *ucli.Command) ([]string, error) {
 	if s := cmd.String("store"); s != "" {
 		args = append(args, "--store", s)
 	}
-	args = append(args, "gateway", "--addr", cmd.String("addr"))
+	args = append(args, "gateway", "--log-file", "--addr", cmd.String("addr"))
 	if f := cmd.String("token-file"); f != "" {
 		args = append(args, "--token-file", f)
 	}

@@ -61,12 +61,14 @@ func (a *app) mcpCommand() *ucli.Command {
 			if env.Roots, err = agentRoots(cmd); err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
+			delivered := &mcpx.Deliveries{}
+			env.AfterReply = delivered.After
 			log := a.mcpLog(cmd.String("log"), env.Home)
 			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
-			if err := mcpx.ServeStdio(ctx, s, a.streams.In, a.streams.Out); err != nil {
+			if err := mcpx.ServeStdio(ctx, s, a.streams.In, a.streams.Out, delivered); err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
 			return nil

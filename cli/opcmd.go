@@ -218,6 +218,8 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		return err
 	}
 	env.Emit = func(v any) error { return printer.Line(ctx, v) }
+	var delivered []func()
+	env.AfterReply = func(_ string, fn func()) { delivered = append(delivered, fn) }
 	out, err := o.Call(ctx, env, raw)
 	if err != nil {
 		return err
@@ -226,6 +228,9 @@ func (a *app) runOp(ctx context.Context, cmd *ucli.Command, o op.Operation) erro
 		if err := printer.Document(ctx, out); err != nil {
 			return err
 		}
+	}
+	for _, fn := range delivered { // printed: the reply is the caller's now
+		fn()
 	}
 	if ex, ok := out.(op.Exiter); ok && ex.ExitCode() != 0 {
 		return exitStatus(ex.ExitCode())

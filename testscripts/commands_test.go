@@ -1,6 +1,7 @@
 package testscripts
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -28,6 +29,32 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"jsonlines": jsonLines,
 	"fakemodel": fakeModel,
 	"gone":      gone,
+	"damage":    damage,
+}
+
+// damage FILE TEXT replaces the byte after every occurrence of TEXT in FILE
+// with 0x01, as a flipped bit on disk would: a record that no longer
+// decodes.
+func damage(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: damage FILE TEXT")
+	}
+	path := ts.MkAbs(args[0])
+	data, err := os.ReadFile(path)
+	ts.Check(err)
+	n := 0
+	for i := 0; ; n++ {
+		j := bytes.Index(data[i:], []byte(args[1]))
+		if j < 0 || i+j+len(args[1]) >= len(data) {
+			break
+		}
+		i += j + len(args[1])
+		data[i] = 1
+	}
+	if n == 0 {
+		ts.Fatalf("%s does not contain %q", args[0], args[1])
+	}
+	ts.Check(os.WriteFile(path, data, 0o600))
 }
 
 // fakemodel FILE serves Ollama's /api/chat on loopback until the script

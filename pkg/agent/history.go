@@ -2,18 +2,18 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
 )
 
 var (
-	historyBucket   = []byte("agent.history")
-	favouriteBucket = []byte("agent.favourites")
+	historyBucket   = store.JSON[Record]("agent.history", store.AnyKey, nil)
+	favouriteBucket = store.JSON[Favourite]("agent.favourites", store.AnyKey, nil)
 )
 
 // Approval says who let a call run: "approved" when a person ran it from
@@ -60,16 +60,8 @@ func record(ctx context.Context, env *op.Env, r Record) (Record, error) {
 	if len(r.Summary) > summaryLimit {
 		r.Summary = r.Summary[:summaryLimit] + "…"
 	}
-	data, err := json.Marshal(r)
-	if err != nil {
-		return r, err
-	}
-	err = env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(historyBucket)
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(r.ID), data)
+	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		return historyBucket.Put(tx, []byte(r.ID), r)
 	})
 	return r, err
 }
@@ -78,13 +70,8 @@ func record(ctx context.Context, env *op.Env, r Record) (Record, error) {
 func history(ctx context.Context, env *op.Env, keep func(Record) bool) ([]Record, error) {
 	out := []Record{}
 	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(historyBucket)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
-			var r Record
-			if json.Unmarshal(v, &r) == nil && keep(r) {
+		return historyBucket.ForEach(tx, func(_ []byte, r Record) error {
+			if keep(r) {
 				out = append(out, r)
 			}
 			return nil
@@ -96,14 +83,9 @@ func history(ctx context.Context, env *op.Env, keep func(Record) bool) ([]Record
 func historyRecord(ctx context.Context, env *op.Env, id string) (Record, error) {
 	var r Record
 	found := false
-	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
-		if b := tx.Bucket(historyBucket); b != nil {
-			if v := b.Get([]byte(id)); v != nil {
-				found = true
-				return json.Unmarshal(v, &r)
-			}
-		}
-		return nil
+	err := env.Store.View(ctx, func(tx *bolt.Tx) (err error) {
+		r, found, err = historyBucket.Get(tx, []byte(id))
+		return err
 	})
 	if err == nil && !found {
 		err = op.Errorf(op.KindNotFound, "no call %q in the history", id).WithHint("lm servers history lists the calls")
@@ -121,34 +103,19 @@ type Favourite struct {
 }
 
 func putFavourite(ctx context.Context, env *op.Env, f Favourite) error {
-	data, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
 	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(favouriteBucket)
-		if err != nil {
-			return err
-		}
-		if b.Get([]byte(f.Name)) != nil {
+		if b := favouriteBucket.Of(tx); b != nil && b.Get([]byte(f.Name)) != nil {
 			return op.Errorf(op.KindConflict, "a favourite named %q exists", f.Name).WithHint("remove it first with lm servers fav rm %s", f.Name)
 		}
-		return b.Put([]byte(f.Name), data)
+		return favouriteBucket.Put(tx, []byte(f.Name), f)
 	})
 }
 
 func favourites(ctx context.Context, env *op.Env) ([]Favourite, error) {
 	out := []Favourite{}
 	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(favouriteBucket)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(_, v []byte) error {
-			var f Favourite
-			if json.Unmarshal(v, &f) == nil {
-				out = append(out, f)
-			}
+		return favouriteBucket.ForEach(tx, func(_ []byte, f Favourite) error {
+			out = append(out, f)
 			return nil
 		})
 	})
@@ -158,14 +125,9 @@ func favourites(ctx context.Context, env *op.Env) ([]Favourite, error) {
 func favourite(ctx context.Context, env *op.Env, name string) (Favourite, error) {
 	var f Favourite
 	found := false
-	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
-		if b := tx.Bucket(favouriteBucket); b != nil {
-			if v := b.Get([]byte(name)); v != nil {
-				found = true
-				return json.Unmarshal(v, &f)
-			}
-		}
-		return nil
+	err := env.Store.View(ctx, func(tx *bolt.Tx) (err error) {
+		f, found, err = favouriteBucket.Get(tx, []byte(name))
+		return err
 	})
 	if err == nil && !found {
 		err = op.Errorf(op.KindNotFound, "no favourite named %q", name).WithHint("lm servers fav list shows them")
@@ -175,7 +137,7 @@ func favourite(ctx context.Context, env *op.Env, name string) (Favourite, error)
 
 func removeFavourite(ctx context.Context, env *op.Env, name string) error {
 	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(favouriteBucket)
+		b := favouriteBucket.Of(tx)
 		if b == nil || b.Get([]byte(name)) == nil {
 			return op.Errorf(op.KindNotFound, "no favourite named %q", name).WithHint("lm servers fav list shows them")
 		}

@@ -8,14 +8,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
 )
 
 // bCache maps a content hash (with the task and its options) to a result;
 // bCacheOrder maps an insertion sequence number to a bCache key, so the
 // oldest entries can be evicted first.
 var (
-	bCache      = []byte("extract.cache")
-	bCacheOrder = []byte("extract.cache_order")
+	cacheBucket      = store.JSON[FileResult]("extract.cache", store.AnyKey, nil)
+	cacheOrderBucket = store.Text("extract.cache_order", store.Uint64Key)
+	bCache           = cacheBucket.Name()
+	bCacheOrder      = cacheOrderBucket.Name()
 )
 
 // cacheLimit bounds the cache: past it, the oldest entries go. Results are
@@ -26,8 +29,7 @@ var cacheLimit uint64 = 50_000
 // lookup fills in the jobs whose results are cached.
 func lookup(ctx context.Context, env *op.Env, jobs []job) error {
 	return env.Store.View(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bCache)
-		if b == nil {
+		if cacheBucket.Of(tx) == nil {
 			return nil
 		}
 		for i := range jobs {
@@ -35,7 +37,12 @@ func lookup(ctx context.Context, env *op.Env, jobs []job) error {
 			if j.done || j.key == "" {
 				continue
 			}
-			if v := b.Get([]byte(j.key)); v != nil && json.Unmarshal(v, &j.result) == nil {
+			r, ok, err := cacheBucket.Get(tx, []byte(j.key))
+			if err != nil {
+				return err
+			}
+			if ok {
+				j.result = r
 				j.result.Cached, j.done = true, true
 			}
 		}
@@ -98,6 +105,9 @@ func remember(ctx context.Context, env *op.Env, jobs []job) error {
 func evict(b, order *bolt.Bucket) error {
 	c := order.Cursor()
 	for k, key := c.First(); k != nil; k, key = c.First() {
+		if _, err := cacheOrderBucket.Decode(k, key); err != nil {
+			return err
+		}
 		if order.Sequence()-binary.BigEndian.Uint64(k)+1 <= cacheLimit {
 			return nil
 		}

@@ -140,7 +140,7 @@ type FileResult struct {
 	*Symbols      `json:",omitempty"`
 	Dependencies  *Dependencies `json:"dependencies,omitempty"`
 	Error         string        `json:"error,omitempty" jsonschema:"why this file has no result"`
-	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
+	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, path_too_long, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
 	Cached        bool          `json:"cached,omitempty"`
 }
 
@@ -219,6 +219,9 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		return results, read, err
 	}
 	got, read, err := process(ctx, env, in, root, files)
+	if err != nil {
+		return nil, read, err
+	}
 	for i, f := range files {
 		results[f.Name] = got[i]
 	}
@@ -340,7 +343,7 @@ const DefaultMaxFileBytes = 10 << 20
 // ReadText reads a text file of at most limit bytes beneath the root (name
 // as [confine.Root.Resolve] returns it). A file that is missing, a
 // directory, larger or binary is not read: the error says why and category
-// is file_not_found, too_large, binary_file or outside_root.
+// is file_not_found, path_too_long, too_large, binary_file or outside_root.
 func ReadText(root *confine.Root, name string, limit int64) (content []byte, category string, err error) {
 	content, res, ok := readFile(root, name, limit, nil)
 	if !ok {
@@ -367,6 +370,11 @@ func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte
 	fd, err := root.OpenFD(name)
 	if confine.IsOutside(err) {
 		return nil, failed("outside_root", err), false
+	}
+	if errors.Is(err, unix.ENAMETOOLONG) {
+		// Listed by a walk that opens one directory at a time, but no
+		// path can name it: the system's limit (PATH_MAX), not a missing file.
+		return nil, failed("path_too_long", fmt.Errorf("%w: its path is longer than the system allows (PATH_MAX)", err)), false
 	}
 	if err != nil {
 		return nil, failed("file_not_found", err), false

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/store"
@@ -461,5 +463,53 @@ func TestWalkOutsideGit(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"a.md", "d/b.md"}) {
 		t.Errorf("walked %q", got)
+	}
+}
+
+// A file whose path is longer than PATH_MAX cannot be opened by its path; it
+// is reported with its own error saying so, not as a missing file, and not
+// by vanishing from the results.
+func TestPathsPastPathMaxAreReported(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "top.md"), []byte("---\ntitle: top\n---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// 50 levels of 100-byte names: 5,050 bytes, past Linux's 4,096. Built
+	// one directory at a time relative to the last, as no path reaches it.
+	fd, err := unix.Open(root, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name100 := strings.Repeat("d", 100)
+	for range 50 {
+		if err := unix.Mkdirat(fd, name100, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, name100, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	deep, err := unix.Openat(fd, "deep.md", unix.O_CREAT|unix.O_WRONLY, 0o600)
+	unix.Close(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(deep)
+
+	data := call(t, testEnv(t), Input{TaskType: "frontmatter", Files: []string{"."}, Root: root})
+	if data.Results["top.md"].Error != "" {
+		t.Fatalf("top.md: %+v", data.Results["top.md"])
+	}
+	tooLong := 0
+	for name, res := range data.Results {
+		if res.ErrorCategory == "path_too_long" && strings.Contains(res.Error, "PATH_MAX") && strings.HasPrefix(name, name100+"/") {
+			tooLong++
+		}
+	}
+	if tooLong == 0 || data.Stats.Failed == 0 {
+		t.Fatalf("the deep tree vanished from the results: %d results, stats %+v", len(data.Results), data.Stats)
 	}
 }

@@ -51,6 +51,7 @@ var apiRoutes = []route{
 	{method: "PATCH", path: "/api/instructions/{id}", tool: "queue_edit", summary: "Edit a pending instruction (409 once consumed)", status: 200, body: true},
 	{method: "DELETE", path: "/api/instructions/{id}", tool: "queue_rm", summary: "Delete a pending instruction (409 once consumed)", status: 204},
 	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
+	{method: "POST", path: "/api/instructions/{id}/requeue", tool: "queue_requeue", summary: "Put a consumed instruction back at the head of the queue (409 while pending)", status: 200},
 	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
 	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true},
 	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
@@ -197,8 +198,12 @@ func wildcards(path string) []string {
 func statusFor(err error, invalid int) int {
 	// A tool that reports an error answered: the failure is the server's,
 	// not the gateway's.
-	if op.EnvelopeOf(err).ErrorCategory == agent.OutcomeToolError {
+	switch op.EnvelopeOf(err).ErrorCategory {
+	case agent.OutcomeToolError:
 		return http.StatusBadGateway
+	case "store_corrupt":
+		// A damaged store is the server's failure, not the request's.
+		return http.StatusInternalServerError
 	}
 	switch op.KindOf(err) {
 	case op.KindInvalid, op.KindChecksFailed:

@@ -210,6 +210,16 @@ func TestPageInBrowser(t *testing.T) {
 	waitText(t, ctx, "#consumed li:first-child", contains("stdio-agent"), "consuming agent")
 	waitText(t, ctx, "#agents", contains("stdio-agent"), "agent panel")
 
+	// The ledger's requeue puts it back at the head of the queue.
+	if err := chromedp.Do(ctx, chromedp.Click(`#consumed li:first-child button[aria-label="Requeue"]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, ctx, "#pending li:first-child", contains(head), "requeued instruction")
+	if answer := g.mcpNext("stdio-agent"); !strings.Contains(answer, head) {
+		t.Fatalf("after the requeue lm mcp answered %q, want %q again", answer, head)
+	}
+	waitText(t, ctx, "#consumed li:first-child", contains(head), "consumed again")
+
 	// Delete, which commits after the undo window.
 	if err := chromedp.Do(ctx, chromedp.Click(`#pending li:last-child button[aria-label="Delete"]`)); err != nil {
 		t.Fatal(err)

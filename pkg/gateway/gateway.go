@@ -193,11 +193,12 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(p, dashboard)
 	}
 	mux.Handle("/mcp/{server}", agents(hub))
+	mux.Handle("/mcp/{server}/{method...}", agents(hub))
 	s.spec002Routes(mux, agents)
 	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
-	return s.logged(sameOrigin(jsonBodies(limitBody(mux))))
+	return s.logged(s.recovered(sameOrigin(jsonBodies(limitBody(mux)))))
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:

@@ -307,6 +307,14 @@ func TestAPIRoutes(t *testing.T) {
 		t.Errorf("DELETE pending = %d %v, want 204 and no body", code, body)
 	}
 	refused("DELETE", "/api/instructions/"+first, "", first, 404, "not_found")
+
+	// A consumed instruction can be put back at the head; a pending one is
+	// refused; then it is consumed again as before.
+	if code, body := g.do("POST", "/api/instructions/"+second+"/requeue", ""); code != 200 || item(body)["status"] != "pending" || item(body)["position"] != 1.0 {
+		t.Fatalf("requeue consumed = %d %v", code, body)
+	}
+	refused("POST", "/api/instructions/"+second+"/requeue", "", second, 409, "conflict")
+	g.lm("queue", "next", "--agent-id", "tester")
 	_, st := g.do("GET", "/api/status", "")
 	if q := st["queue"].(map[string]any); q["pending_count"] != 0.0 || q["consumed_count"] != 1.0 || st["agent"].(map[string]any)["agent_id"] != "tester" {
 		t.Errorf("status: %v", st)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 )
@@ -92,7 +93,11 @@ func (h *hub) run(ctx context.Context) {
 	}
 	defer unsubscribe()
 	for first := true; ; first = false {
-		idleAt, err := h.poll(ctx, first)
+		var idleAt time.Time
+		err := guard.Call(h.log, "reading queue events", func() (err error) {
+			idleAt, err = h.poll(ctx, first)
+			return err
+		})
 		if first {
 			close(h.ready)
 		}

@@ -59,6 +59,7 @@ func otherRoutes() []otherRoute {
 		{method: "POST", path: "/messages", summary: "Spec 002: run {clientId, tool, parameters}; 202, the result arrives as a tool_result event on the client's stream", status: 202, in: schemaOf[message]()},
 		{method: "POST", path: "/mcp", summary: "MCP streamable HTTP: lm's tools and every enabled server's tools, prompts and resources as server__name", status: 200, rpc: true},
 		{method: "POST", path: "/mcp/{server}", summary: "MCP streamable HTTP for one configured server, started on first use when auto_start", status: 200, rpc: true},
+		{method: "POST", path: "/mcp/{server}/{method}", summary: "One JSON-RPC call to a configured server without an MCP session (POST /mcp/NAME/tools/call): the body is the call's params, or a whole request for that method", status: 200, rpc: true},
 		{method: "GET", path: "/mcp/sse", summary: "MCP legacy HTTP+SSE transport: the event stream", status: 200, stream: true},
 		{method: "POST", path: "/mcp/message", summary: "MCP legacy HTTP+SSE transport: a message for a session of /mcp/sse", status: 202, rpc: true},
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
@@ -228,7 +229,11 @@ func (s *Server) spec002Message(w http.ResponseWriter, r *http.Request, clients 
 	s.calls.Add(1)
 	go func() {
 		defer s.calls.Done()
-		out, err := run(callCtx)
+		var out any
+		err := guard.Call(s.opts.Log, "tool call "+msg.Tool, func() (err error) {
+			out, err = run(callCtx)
+			return err
+		})
 		res := map[string]any{"type": "tool_result", "requestId": msg.RequestID, "tool": msg.Tool, "success": err == nil}
 		if err != nil {
 			res["error"] = op.EnvelopeOf(err)

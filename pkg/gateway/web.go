@@ -13,6 +13,15 @@ import (
 //go:embed web
 var web embed.FS
 
+// isFile reports whether name is a file (not a directory) in root.
+func isFile(root fs.FS, name string) bool {
+	if !fs.ValidPath(name) {
+		return false
+	}
+	fi, err := fs.Stat(root, name)
+	return err == nil && !fi.IsDir()
+}
+
 // webHandler serves the page at / and its files under /assets/. Code and
 // markup are revalidated on every load so an upgraded gateway is seen at
 // once; fonts never change under a name and are cached.
@@ -36,6 +45,12 @@ func webHandler() http.Handler {
 		case strings.HasPrefix(r.URL.Path, "/assets/"):
 			w.Header().Set("Cache-Control", "no-cache")
 		default:
+			http.NotFound(w, r)
+			return
+		}
+		if r.URL.Path != "/" && !isFile(root, strings.TrimPrefix(r.URL.Path, "/")) {
+			// Not a listing of the embedded tree, and not a 500 for a name
+			// that is no file's (invalid UTF-8, "..").
 			http.NotFound(w, r)
 			return
 		}

@@ -188,7 +188,7 @@ type ListOutput struct {
 // List shows every job.
 func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 	var stored []Job
-	if err := env.Store.View(ctx, func(tx *bolt.Tx) error { stored = all(tx); return nil }); err != nil {
+	if err := env.Store.View(ctx, func(tx *bolt.Tx) (err error) { stored, err = all(tx); return err }); err != nil {
 		return ListOutput{}, err
 	}
 	out := ListOutput{Jobs: []Job{}}
@@ -484,8 +484,12 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 	out := PruneOutput{Removed: []string{}}
 	err = env.Store.Update(ctx, func(tx *bolt.Tx) error {
 		out.Removed = out.Removed[:0]
-		b := tx.Bucket(bucket)
-		for _, j := range all(tx) {
+		b := jobsBucket.Of(tx)
+		jobs, err := all(tx)
+		if err != nil {
+			return err
+		}
+		for _, j := range jobs {
 			if j.Terminal() && j.FinishedAt != nil && !j.FinishedAt.After(cutoff) {
 				if err := b.Delete([]byte(j.ID)); err != nil {
 					return err

@@ -8,7 +8,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
+	"lmtool.dev/lm/pkg/store"
 )
 
 // The states of a job.
@@ -32,7 +32,8 @@ const (
 	Stopped = "stopped" // stopped on request or at its TTL
 )
 
-var bucket = []byte("jobs.Jobs")
+// jobsBucket holds every job by id.
+var jobsBucket = store.JSON[Job]("jobs.Jobs", store.AnyKey, nil)
 
 // Job is a job's stored Job; its JSON is spec 003's JobStatusDto plus
 // what it ran and how.
@@ -90,46 +91,19 @@ func (j Job) ExitStatus() int {
 func jobDir(home, id string) string  { return filepath.Join(home, "jobs", id) }
 func logPath(home, id string) string { return filepath.Join(jobDir(home, id), "output.ring") }
 
-func get(tx *bolt.Tx, id string) (Job, bool) {
-	b := tx.Bucket(bucket)
-	if b == nil {
-		return Job{}, false
-	}
-	v := b.Get([]byte(id))
-	if v == nil {
-		return Job{}, false
-	}
-	var r Job
-	if err := json.Unmarshal(v, &r); err != nil {
-		return Job{}, false
-	}
-	return r, true
+func get(tx *bolt.Tx, id string) (Job, bool, error) {
+	return jobsBucket.Get(tx, []byte(id))
 }
 
-func put(tx *bolt.Tx, r Job) error {
-	b, err := tx.CreateBucketIfNotExists(bucket)
-	if err != nil {
-		return err
-	}
-	v, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return b.Put([]byte(r.ID), v)
-}
+func put(tx *bolt.Tx, r Job) error { return jobsBucket.Put(tx, []byte(r.ID), r) }
 
-func all(tx *bolt.Tx) []Job {
+func all(tx *bolt.Tx) ([]Job, error) {
 	var out []Job
-	if b := tx.Bucket(bucket); b != nil {
-		b.ForEach(func(k, v []byte) error {
-			var r Job
-			if json.Unmarshal(v, &r) == nil {
-				out = append(out, r)
-			}
-			return nil
-		})
-	}
-	return out
+	err := jobsBucket.ForEach(tx, func(_ []byte, j Job) error {
+		out = append(out, j)
+		return nil
+	})
+	return out, err
 }
 
 // resolve finds a job by id or unique id prefix (with or without "j_").
@@ -138,11 +112,15 @@ func resolve(tx *bolt.Tx, idOrPrefix string) (Job, error) {
 	if want == "" {
 		return Job{}, op.Errorf(op.KindInvalid, "job id is empty")
 	}
-	if r, ok := get(tx, "j_"+want); ok {
-		return r, nil
+	if r, ok, err := get(tx, "j_"+want); ok || err != nil {
+		return r, err
+	}
+	jobs, err := all(tx)
+	if err != nil {
+		return Job{}, err
 	}
 	var matches []Job
-	for _, r := range all(tx) {
+	for _, r := range jobs {
 		if strings.HasPrefix(strings.TrimPrefix(r.ID, "j_"), want) {
 			matches = append(matches, r)
 		}
@@ -197,7 +175,10 @@ func refresh(ctx context.Context, env *op.Env, j Job) (Job, error) {
 func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 	var out Job
 	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		r, ok := get(tx, id)
+		r, ok, err := get(tx, id)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return op.Errorf(op.KindNotFound, "no job %q", id)
 		}
@@ -205,9 +186,12 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 			now := env.Now().UTC()
 			r.State, r.FinishedAt = Failed, &now
 			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
+			// Leave nothing of the job running unobserved: its process
+			// group, and what the supervisor recorded of those that left it.
 			if r.PID != 0 {
-				syscall.Kill(-r.PID, syscall.SIGKILL) // do not leave its process group running unobserved
+				syscall.Kill(-r.PID, syscall.SIGKILL)
 			}
+			endRecorded(env.Home, r.ID)
 			if err := put(tx, r); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
 )
@@ -38,10 +40,11 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	var j Job
 	if err := env.Store.View(ctx, func(tx *bolt.Tx) error {
 		var ok bool
-		if j, ok = get(tx, in.ID); !ok {
+		var err error
+		if j, ok, err = get(tx, in.ID); !ok && err == nil {
 			return op.Errorf(op.KindNotFound, "no job %q", in.ID)
 		}
-		return nil
+		return err
 	}); err != nil {
 		return SuperviseOutput{}, err
 	}
@@ -68,13 +71,21 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 		terminate(pid, DefaultGrace, nil) // stopped while it was starting
 	}
 
+	// The supervisor outlives a panic in its helpers: the child it watches
+	// is still to be waited for, recorded and ended.
+	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	copied := make(chan struct{})
-	go func() {
+	guard.Go(log, "copying the job's output", func() {
 		defer close(copied)
 		copyOutput(ring, output)
-	}()
+	})
 	exited := make(chan struct{})
-	go func() {
+	recorded := make(chan struct{})
+	guard.Go(log, "recording the job's processes", func() {
+		defer close(recorded)
+		recordDescendants(env.Home, j.ID, exited)
+	})
+	guard.Go(log, "enforcing the job's stop and TTL", func() {
 		select {
 		case <-exited:
 		case <-ctx.Done(): // the supervisor itself was told to stop
@@ -84,9 +95,10 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 			requestStop(env, j.ID, fmt.Sprintf("its orphan TTL of %ds ran out", j.TTLSeconds))
 			terminate(pid, DefaultGrace, exited)
 		}
-	}()
+	})
 	waitErr := child.Wait()
 	close(exited)
+	<-recorded
 	// Whatever the child left behind is an orphan now.
 	syscall.Kill(-pid, syscall.SIGKILL)
 	endDescendants(2 * time.Second)
@@ -134,7 +146,10 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 	for {
 		claimed, queued := false, false
 		err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-			j, ok := get(tx, id)
+			j, ok, err := get(tx, id)
+			if err != nil {
+				return err
+			}
 			if !ok {
 				return op.Errorf(op.KindNotFound, "job %s vanished", id)
 			}
@@ -143,7 +158,11 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 			}
 			now := env.Now().UTC()
 			ahead := 0
-			for _, o := range all(tx) {
+			others, err := all(tx)
+			if err != nil {
+				return err
+			}
+			for _, o := range others {
 				switch {
 				case o.ID == id:
 				case o.State == Running && (o.Supervisor == 0 || proc.Running(o.Supervisor)):
@@ -313,7 +332,10 @@ func exitStatus(ps *os.ProcessState, err error) (*int, string) {
 // update changes one job in one transaction.
 func update(ctx context.Context, env *op.Env, id string, change func(*Job)) error {
 	return env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		j, ok := get(tx, id)
+		j, ok, err := get(tx, id)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return op.Errorf(op.KindNotFound, "no job %q", id)
 		}

@@ -27,7 +27,7 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go ServeStdio(ctx, s, inR, outW)
+	go ServeStdio(ctx, s, inR, outW, nil)
 	out := bufio.NewReader(outR)
 	call := func(id int, method, params string) {
 		fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", id, method, params)

@@ -48,6 +48,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		// declares logging and answers logging/setLevel.
 		server.WithLogging(),
 		server.WithRecovery(),
+		server.WithResourceRecovery(),
 		server.WithInstructions(Instructions),
 	}, options...)...)
 	roots := followRoots(s)

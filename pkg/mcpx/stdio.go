@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -19,11 +22,13 @@ import (
 const DrainGrace = 3 * time.Second
 
 // ServeStdio serves s on in and out until in ends or ctx is cancelled. Only
-// JSON-RPC is written to out.
-func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer) error {
+// JSON-RPC is written to out. Work waiting in d (which may be nil) runs as
+// the replies it waits for are written.
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, d *Deliveries) error {
 	t := &tracker{pending: map[string]bool{}, idle: make(chan struct{}, 1)}
 	stdio := server.NewStdioServer(s)
-	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t}, &responseWriter{w: out, t: t})
+	w := &responseWriter{w: out, t: t, d: d}
+	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t, out: w}, w)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -38,6 +43,8 @@ type tracker struct {
 	// initializing is the id of an initialize request not yet answered.
 	initializing string
 	initialized  chan struct{}
+	// started is set once the client sent initialize.
+	started bool
 }
 
 // saw notes a request read from the client (request=true) or a response
@@ -56,7 +63,7 @@ func (t *tracker) saw(line []byte, request bool) {
 	if request {
 		t.pending[id] = true
 		if method == "initialize" {
-			t.initializing, t.initialized = id, make(chan struct{})
+			t.initializing, t.initialized, t.started = id, make(chan struct{}), true
 		}
 		return
 	}
@@ -91,6 +98,22 @@ func (t *tracker) awaitInitialize() {
 	}
 }
 
+// admit returns why a request is refused before it reaches the server,
+// with its id, or "" to serve it.
+func (t *tracker) admit(msg []byte) (json.RawMessage, string) {
+	id, method, _, ok := peek(msg)
+	if !ok || method == "" || len(id) == 0 || string(id) == "null" {
+		return nil, "" // a notification, a response, or not JSON: the server's to judge
+	}
+	t.mu.Lock()
+	started := t.started
+	t.mu.Unlock()
+	if started {
+		return nil, ""
+	}
+	return id, beforeInitialize(msg, method)
+}
+
 func (t *tracker) busy() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -99,21 +122,32 @@ func (t *tracker) busy() bool {
 
 // drainReader passes stdin through, noting requests, and holds back the end
 // of input until the requests in flight are answered or DrainGrace passes.
+// It answers itself, on out, the messages it will not pass on: one larger
+// than MaxMessageBytes, and a request before initialize where the protocol
+// requires one.
 type drainReader struct {
 	r   *bufio.Reader
 	t   *tracker
+	out *responseWriter
 	buf []byte
 }
 
 func (d *drainReader) Read(p []byte) (int, error) {
-	if len(d.buf) == 0 {
+	for len(d.buf) == 0 {
 		d.t.awaitInitialize()
-		line, err := d.r.ReadBytes('\n')
-		if len(line) > 0 {
-			d.t.saw(bytes.TrimSpace(line), true)
-			d.buf = line
+		line, size, err := readLine(d.r, MaxMessageBytes)
+		if size > MaxMessageBytes {
+			d.out.Write(refusal(leadingID(line), mcp.INVALID_REQUEST,
+				fmt.Sprintf("the message is %d bytes; lm mcp reads messages of at most %d bytes", size, MaxMessageBytes)))
+		} else if msg := bytes.TrimSpace(line); len(msg) > 0 {
+			if id, why := d.t.admit(msg); why != "" {
+				d.out.Write(refusal(id, mcp.INVALID_REQUEST, why))
+			} else {
+				d.t.saw(msg, true)
+				d.buf = line
+			}
 		}
-		if err != nil && len(line) == 0 {
+		if err != nil && len(d.buf) == 0 {
 			if err == io.EOF {
 				d.drain()
 			}
@@ -141,12 +175,16 @@ type responseWriter struct {
 	mu sync.Mutex
 	w  io.Writer
 	t  *tracker
+	d  *Deliveries
 }
 
 func (r *responseWriter) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	n, err := r.w.Write(p)
 	r.mu.Unlock()
+	if err == nil {
+		r.d.written(p)
+	}
 	for _, line := range bytes.Split(p, []byte("\n")) {
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			r.t.saw(line, false)

@@ -106,6 +106,10 @@ func classify(err error) *Error {
 	}
 	var locked *store.LockedError
 	if errors.As(err, &locked) {
+		if locked.Foreign {
+			return &Error{Kind: KindUnavailable, Category: "store_locked", Err: err,
+				Hint: fmt.Sprintf("a program other than lm has locked the file (find it with: fuser -v %s); close it and retry", locked.Path)}
+		}
 		return &Error{Kind: KindUnavailable, Category: "store_locked", Err: err,
 			Hint: "another lm process is holding the store; retry, or raise --lock-timeout (LM_LOCK_TIMEOUT)"}
 	}
@@ -113,11 +117,33 @@ func classify(err error) *Error {
 	if errors.As(err, &version) {
 		return &Error{Kind: KindUnavailable, Category: "store_version", Err: err}
 	}
+	var corrupt *store.CorruptError
+	if errors.As(err, &corrupt) {
+		return &Error{Kind: KindChecksFailed, Category: "store_corrupt", Err: err, Hint: damageHint}
+	}
+	var unsound *store.UnsoundError
+	if errors.As(err, &unsound) {
+		return &Error{Kind: KindUnavailable, Category: "store_damaged", Err: err, Hint: damageHint}
+	}
+	var unwritable *store.UnwritableError
+	if errors.As(err, &unwritable) {
+		return &Error{Kind: KindUnavailable, Category: "store_unwritable", Err: err,
+			Hint: "the file system refused the write (read-only, full, over a quota or ulimit -f, or not yours); nothing was written"}
+	}
+	var file *store.FileError
+	if errors.As(err, &file) {
+		return &Error{Kind: KindUnavailable, Category: "store_unusable", Err: err,
+			Hint: "point --store (LM_STORE) at a regular file, or at a path where lm may create one"}
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Kind: KindTimeout, Category: "cancelled", Err: err}
 	}
 	return nil
 }
+
+// damageHint is the way out of a damaged store, for every error that meets one.
+const damageHint = "lm store check lists the damage; lm store salvage FILE copies every readable record into a fresh store, " +
+	"and lm store restore FILE puts it (or a copy from lm store backup) in place"
 
 // Envelope is the JSON shape of an error, shared by --json-errors on the CLI
 // and by isError results over MCP.

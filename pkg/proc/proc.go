@@ -19,6 +19,9 @@ type Stat struct {
 	// State is R (running), S (sleeping), Z (zombie: ended, not yet
 	// reaped), and so on.
 	State byte
+	// Start is when the process started, in clock ticks after boot: with
+	// the pid it names one process, even after the pid is reused.
+	Start uint64
 }
 
 // Read parses /proc/PID/stat.
@@ -38,15 +41,17 @@ func parse(pid int, data []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
 	}
 	fields := bytes.Fields(data[i+1:])
-	if len(fields) < 3 || len(fields[0]) != 1 {
+	// fields[0] is field 3 of proc(5): state, ppid, pgrp, … starttime (22).
+	if len(fields) < 20 || len(fields[0]) != 1 {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
 	}
 	ppid, err1 := strconv.Atoi(string(fields[1]))
 	pgrp, err2 := strconv.Atoi(string(fields[2]))
-	if err := errors.Join(err1, err2); err != nil {
+	start, err3 := strconv.ParseUint(string(fields[19]), 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return Stat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return Stat{PID: pid, PPID: ppid, PGRP: pgrp, State: fields[0][0]}, nil
+	return Stat{PID: pid, PPID: ppid, PGRP: pgrp, State: fields[0][0], Start: start}, nil
 }
 
 // Running reports whether pid exists and has not ended: a zombie has ended
@@ -59,6 +64,49 @@ func Running(pid int) bool {
 	}
 	s, err := Read(pid)
 	return err != nil || s.State != 'Z'
+}
+
+// Process names one process across pid reuse: its pid and start time.
+type Process struct {
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start" jsonschema:"start time in clock ticks after boot"`
+}
+
+// Self is this process.
+func Self() (Process, error) {
+	s, err := Read(os.Getpid())
+	return Process{PID: s.PID, Start: s.Start}, err
+}
+
+// Alive reports whether the process still runs: its pid runs, and is still
+// the process that started then.
+func (p Process) Alive() bool {
+	s, err := Read(p.PID)
+	return err == nil && s.Start == p.Start && s.State != 'Z'
+}
+
+// Descendants lists the processes below root in all: its children, theirs,
+// and so on.
+func Descendants(all []Stat, root int) []Stat {
+	children := map[int][]Stat{}
+	for _, s := range all {
+		children[s.PPID] = append(children[s.PPID], s)
+	}
+	var out []Stat
+	next := []int{root}
+	seen := map[int]bool{root: true}
+	for len(next) > 0 {
+		pid := next[0]
+		next = next[1:]
+		for _, c := range children[pid] {
+			if !seen[c.PID] {
+				seen[c.PID] = true
+				out = append(out, c)
+				next = append(next, c.PID)
+			}
+		}
+	}
+	return out
 }
 
 // All lists every process; those that end while it reads are left out.

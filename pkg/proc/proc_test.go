@@ -9,11 +9,11 @@ import (
 )
 
 func TestParseTakesFieldsAfterTheLastParenthesis(t *testing.T) {
-	s, err := parse(42, []byte("42 (a) b) (c) S 7 9 9 0 -1 4194560\n"))
-	if err != nil || s != (Stat{PID: 42, PPID: 7, PGRP: 9, State: 'S'}) {
+	s, err := parse(42, []byte("42 (a) b) (c) S 7 9 9 0 -1 4194560 101 0 0 0 5 3 0 0 20 0 1 0 123456 2228224 191\n"))
+	if err != nil || s != (Stat{PID: 42, PPID: 7, PGRP: 9, State: 'S', Start: 123456}) {
 		t.Fatalf("parse = %+v, %v", s, err)
 	}
-	for _, bad := range []string{"", "42 no name", "42 (x) S 7", "42 (x) S seven 9"} {
+	for _, bad := range []string{"", "42 no name", "42 (x) S 7", "42 (x) S seven 9", "42 (x) S 7 9 9 0 -1 4194560"} {
 		if _, err := parse(42, []byte(bad)); err == nil {
 			t.Errorf("parse(%q) accepted", bad)
 		}

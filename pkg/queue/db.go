@@ -12,31 +12,73 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
 )
 
+// The queue's buckets. Every read decodes through their declarations, so a
+// damaged record fails the transaction with the bucket and key named.
 var (
-	bItems    = []byte("queue.items")    // id -> record
-	bPending  = []byte("queue.pending")  // order (uint64 BE) -> id
-	bConsumed = []byte("queue.consumed") // consumed_at (unix ns BE) + id -> id
-	bMeta     = []byte("queue.meta")     // counters and settings
-	bAgents   = []byte("queue.agents")   // agent id -> Agent
-	bEvents   = []byte("queue.events")   // seq (uint64 BE) -> Event
+	itemsBucket    = store.JSON("queue.items", store.AnyKey, record.check)             // id -> record
+	pendingBucket  = store.Text("queue.pending", store.Uint64Key)                      // order (uint64 BE) -> id
+	consumedBucket = store.Text("queue.consumed", store.PrefixedUint64Key)             // consumed_at (unix ns BE) + id -> id
+	metaBucket     = store.Declare("queue.meta", store.AnyKey, decodeMeta, encodeMeta) // counters and settings
+	agentsBucket   = store.JSON[Agent]("queue.agents", store.AnyKey, nil)              // agent id -> Agent
+	eventsBucket   = store.JSON[Event]("queue.events", store.Uint64Key, nil)           // seq (uint64 BE) -> Event
+
+	bItems    = itemsBucket.Name()
+	bPending  = pendingBucket.Name()
+	bConsumed = consumedBucket.Name()
+	bMeta     = metaBucket.Name()
+	bAgents   = agentsBucket.Name()
+	bEvents   = eventsBucket.Name()
 
 	kPending  = []byte("pending_count")
 	kConsumed = []byte("consumed_count")
 	kSettings = []byte("settings")
 )
 
+// decodeMeta checks a queue.meta value by its key: the counters are 8-byte
+// numbers, the settings a JSON object.
+func decodeMeta(k, v []byte) ([]byte, error) {
+	switch string(k) {
+	case string(kPending), string(kConsumed):
+		if len(v) != 8 {
+			return nil, fmt.Errorf("counter is %d bytes, not 8", len(v))
+		}
+	case string(kSettings):
+		var s Settings
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+func encodeMeta(v []byte) ([]byte, error) { return v, nil }
+
 // orderStep spaces the sort keys of appended instructions.
 const orderStep = 1 << 20
 
 // tx wraps a bbolt transaction with the queue's bucket operations. In a
 // read-only transaction missing buckets read as empty.
+//
+// Readers return zero values after meeting a damaged record and remember the
+// first such error in err; update and view return it in place of whatever
+// the function made of the zero values, so nothing built on them is
+// committed or shown.
 type tx struct {
 	*bolt.Tx
 	now time.Time
 	// seed are the settings of a store that has none stored yet.
 	seed Settings
+	err  error
+}
+
+// fail remembers the first damaged record met.
+func (t *tx) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
 }
 
 func (t *tx) bucket(name []byte) *bolt.Bucket {
@@ -53,14 +95,14 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
 func (t *tx) counter(key []byte) int {
-	b := t.bucket(bMeta)
-	if b == nil {
+	v, ok, err := metaBucket.Get(t.Tx, key)
+	if err != nil {
+		t.fail(err)
+	}
+	if !ok {
 		return 0
 	}
-	if v := b.Get(key); len(v) == 8 {
-		return int(binary.BigEndian.Uint64(v))
-	}
-	return 0
+	return int(binary.BigEndian.Uint64(v))
 }
 
 func (t *tx) addCounter(key []byte, delta int) error {
@@ -69,10 +111,12 @@ func (t *tx) addCounter(key []byte, delta int) error {
 
 func (t *tx) settings() Settings {
 	s := t.seed
-	if b := t.bucket(bMeta); b != nil {
-		if v := b.Get(kSettings); v != nil {
-			json.Unmarshal(v, &s)
-		}
+	v, ok, err := metaBucket.Get(t.Tx, kSettings)
+	if err != nil {
+		t.fail(err)
+	}
+	if ok {
+		json.Unmarshal(v, &s) // decodeMeta checked it
 	}
 	return s
 }
@@ -91,27 +135,15 @@ func (t *tx) putSettings(s Settings) error {
 }
 
 func (t *tx) get(id string) (record, bool) {
-	var r record
-	b := t.bucket(bItems)
-	if b == nil {
-		return r, false
+	r, ok, err := itemsBucket.Get(t.Tx, []byte(id))
+	if err != nil {
+		t.fail(err)
 	}
-	v := b.Get([]byte(id))
-	if v == nil {
-		return r, false
-	}
-	if err := json.Unmarshal(v, &r); err != nil {
-		panic(fmt.Sprintf("queue: corrupt record %s: %v", id, err))
-	}
-	return r, true
+	return r, ok
 }
 
 func (t *tx) put(r record) error {
-	v, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return t.bucket(bItems).Put([]byte(r.ID), v)
+	return itemsBucket.Put(t.Tx, []byte(r.ID), r)
 }
 
 // resolve finds the instruction an id names (case-insensitively, as ULIDs
@@ -131,7 +163,7 @@ func (t *tx) resolve(id string, prefixes bool) (record, error) {
 			WithHint("give the whole id, as queue_list (GET /api/instructions) shows it; prefixes are for lm's command line")
 	}
 	var matches []string
-	if b := t.bucket(bItems); b != nil {
+	if b := itemsBucket.Of(t.Tx); b != nil {
 		c := b.Cursor()
 		for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)) && len(matches) < 5; k, _ = c.Next() {
 			matches = append(matches, string(k))
@@ -152,13 +184,17 @@ func (t *tx) resolve(id string, prefixes bool) (record, error) {
 
 // position is the 1-based rank of a pending instruction.
 func (t *tx) position(order uint64) int {
-	b := t.bucket(bPending)
+	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return 0
 	}
 	n := 0
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	for k, id := c.First(); k != nil; k, id = c.Next() {
+		if _, err := pendingBucket.Decode(k, id); err != nil {
+			t.fail(err)
+			return 0
+		}
 		n++
 		if binary.BigEndian.Uint64(k) == order {
 			return n
@@ -168,12 +204,16 @@ func (t *tx) position(order uint64) int {
 }
 
 func (t *tx) lastOrder() uint64 {
-	b := t.bucket(bPending)
+	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return 0
 	}
-	k, _ := b.Cursor().Last()
+	k, id := b.Cursor().Last()
 	if k == nil {
+		return 0
+	}
+	if _, err := pendingBucket.Decode(k, id); err != nil {
+		t.fail(err)
 		return 0
 	}
 	return binary.BigEndian.Uint64(k)
@@ -207,6 +247,7 @@ func (t *tx) consume(r record, agent string) (record, error) {
 	r.ConsumedAt = &now
 	r.ConsumedByAgentID = &agent
 	r.UpdatedAt = now
+	r.Unacknowledged, r.Consumer = true, self()
 	if err := t.put(r); err != nil {
 		return r, err
 	}
@@ -243,15 +284,20 @@ func (t *tx) remove(r record) error {
 // pending returns pending instructions in queue order; limit 0 means all.
 func (t *tx) pending(limit int) []Instruction {
 	var out []Instruction
-	b := t.bucket(bPending)
+	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return out
 	}
 	c := b.Cursor()
 	pos := 0
-	for k, id := c.First(); k != nil && (limit == 0 || len(out) < limit); k, id = c.Next() {
+	for k, v := c.First(); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
+		id, err := pendingBucket.Decode(k, v)
+		if err != nil {
+			t.fail(err)
+			return nil
+		}
 		pos++
-		r, ok := t.get(string(id))
+		r, ok := t.get(id)
 		if !ok {
 			continue
 		}
@@ -264,16 +310,27 @@ func (t *tx) pending(limit int) []Instruction {
 // > 0 only the most recent limit of them.
 func (t *tx) consumed(limit int) []Instruction {
 	var out []Instruction
-	b := t.bucket(bConsumed)
+	b := consumedBucket.Of(t.Tx)
 	if b == nil {
 		return out
 	}
 	c := b.Cursor()
+	take := func(k, v []byte) bool {
+		id, err := consumedBucket.Decode(k, v)
+		if err != nil {
+			t.fail(err)
+			return false
+		}
+		if r, ok := t.get(id); ok {
+			out = append(out, r.instruction(0))
+		}
+		return true
+	}
 	if limit > 0 {
 		// Walk back from the newest, then restore chronological order.
-		for k, id := c.Last(); k != nil && len(out) < limit; k, id = c.Prev() {
-			if r, ok := t.get(string(id)); ok {
-				out = append(out, r.instruction(0))
+		for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
+			if !take(k, v) {
+				return nil
 			}
 		}
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -281,9 +338,9 @@ func (t *tx) consumed(limit int) []Instruction {
 		}
 		return out
 	}
-	for k, id := c.First(); k != nil; k, id = c.Next() {
-		if r, ok := t.get(string(id)); ok {
-			out = append(out, r.instruction(0))
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if !take(k, v) {
+			return nil
 		}
 	}
 	return out
@@ -312,43 +369,28 @@ func (t *tx) renumber(ids []string) error {
 }
 
 func (t *tx) agent(id string) (Agent, bool) {
-	var a Agent
-	b := t.bucket(bAgents)
-	if b == nil {
-		return a, false
+	a, ok, err := agentsBucket.Get(t.Tx, []byte(id))
+	if err != nil {
+		t.fail(err)
 	}
-	v := b.Get([]byte(id))
-	if v == nil {
-		return a, false
-	}
-	json.Unmarshal(v, &a)
-	return a, true
+	return a, ok
 }
 
 func (t *tx) putAgent(a Agent) error {
 	a.Waiting, a.Connected = false, false // derived on read
-	v, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
-	return t.bucket(bAgents).Put([]byte(a.AgentID), v)
+	return agentsBucket.Put(t.Tx, []byte(a.AgentID), a)
 }
 
 // agents returns every agent, most recently seen first, with the derived
 // waiting and connected flags.
 func (t *tx) agents(now time.Time, staleAfter int) []Agent {
 	out := []Agent{}
-	b := t.bucket(bAgents)
-	if b == nil {
-		return out
-	}
-	b.ForEach(func(_, v []byte) error {
-		var a Agent
-		if json.Unmarshal(v, &a) == nil {
-			out = append(out, a.derive(now, staleAfter))
-		}
+	if err := agentsBucket.ForEach(t.Tx, func(_ []byte, a Agent) error {
+		out = append(out, a.derive(now, staleAfter))
 		return nil
-	})
+	}); err != nil {
+		t.fail(err)
+	}
 	sortAgents(out)
 	return out
 }
@@ -367,13 +409,18 @@ func (t *tx) emitAgent(a Agent) error {
 
 // oldestPending is the head of the queue.
 func (t *tx) oldestPending() (record, bool) {
-	b := t.bucket(bPending)
+	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return record{}, false
 	}
-	_, id := b.Cursor().First()
-	if id == nil {
+	k, v := b.Cursor().First()
+	if k == nil {
 		return record{}, false
 	}
-	return t.get(string(id))
+	id, err := pendingBucket.Decode(k, v)
+	if err != nil {
+		t.fail(err)
+		return record{}, false
+	}
+	return t.get(id)
 }

@@ -75,12 +75,24 @@ func (t *tx) trimEvents() error {
 	}
 	oldest := b.Sequence() - eventRetention
 	c := b.Cursor()
-	first, _ := c.First()
-	if first == nil || binary.BigEndian.Uint64(first)+trimBatch > oldest {
+	first, v := c.First()
+	if first == nil {
+		return nil
+	}
+	if _, err := eventsBucket.Decode(first, v); err != nil {
+		return err
+	}
+	if binary.BigEndian.Uint64(first)+trimBatch > oldest {
 		return nil // not a whole batch beyond the window yet
 	}
 	var stale [][]byte
-	for k := first; k != nil && binary.BigEndian.Uint64(k) <= oldest; k, _ = c.Next() {
+	for k := first; k != nil; k, v = c.Next() {
+		if _, err := eventsBucket.Decode(k, v); err != nil {
+			return err
+		}
+		if binary.BigEndian.Uint64(k) > oldest {
+			break
+		}
 		stale = append(stale, k)
 	}
 	for _, k := range stale {
@@ -95,16 +107,18 @@ func (t *tx) trimEvents() error {
 // (0: no limit).
 func (t *tx) eventsSince(seq uint64, limit int) []Event {
 	var out []Event
-	b := t.bucket(bEvents)
+	b := eventsBucket.Of(t.Tx)
 	if b == nil {
 		return out
 	}
 	c := b.Cursor()
 	for k, v := c.Seek(u64(seq + 1)); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
-		var e Event
-		if json.Unmarshal(v, &e) == nil {
-			out = append(out, e)
+		e, err := eventsBucket.Decode(k, v)
+		if err != nil {
+			t.fail(err)
+			return nil
 		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -4,7 +4,11 @@
 package queue
 
 import (
+	"errors"
+	"fmt"
 	"time"
+
+	"lmtool.dev/lm/pkg/proc"
 )
 
 // Instruction statuses.
@@ -23,6 +27,10 @@ type Instruction struct {
 	ConsumedAt        *time.Time `json:"consumed_at" jsonschema:"when an agent took it; null while pending"`
 	ConsumedByAgentID *string    `json:"consumed_by_agent_id" jsonschema:"the agent that took it; null while pending"`
 	Position          *int       `json:"position" jsonschema:"1-based place among pending instructions; null once consumed"`
+	// Unconfirmed marks a consumed instruction whose consumer ended before
+	// the agent could have seen it (lm mcp or lm queue next killed between
+	// taking it and writing it out): lm queue requeue puts it back.
+	Unconfirmed bool `json:"delivery_unconfirmed,omitempty" jsonschema:"consumed, but the consumer ended before writing it out: the agent probably never saw it (lm queue requeue puts it back)"`
 	// order is the stored sort key among pending instructions.
 	Order uint64 `json:"-"`
 }
@@ -37,11 +45,35 @@ type record struct {
 	ConsumedAt        *time.Time `json:"consumed_at,omitempty"`
 	ConsumedByAgentID *string    `json:"consumed_by_agent_id,omitempty"`
 	Order             uint64     `json:"order"`
+	// Unacknowledged is set from the moment an instruction is consumed
+	// until the consuming process has written it out; Consumer names that
+	// process, so a reader can tell a delivery in progress from one whose
+	// consumer died.
+	Unacknowledged bool          `json:"unacknowledged,omitempty"`
+	Consumer       *proc.Process `json:"consumer,omitempty"`
+}
+
+// check rejects a stored record no code path writes: its id, status and
+// the fields a consumed instruction needs are what the queue relies on.
+func (r record) check() error {
+	switch {
+	case r.ID == "":
+		return errors.New("no id")
+	case r.Status == StatusPending:
+	case r.Status == StatusConsumed:
+		if r.ConsumedAt == nil || r.ConsumedByAgentID == nil {
+			return errors.New("consumed without consumed_at and consumed_by_agent_id")
+		}
+	default:
+		return fmt.Errorf("status %q is neither %s nor %s", r.Status, StatusPending, StatusConsumed)
+	}
+	return nil
 }
 
 func (r record) instruction(position int) Instruction {
 	in := Instruction{ID: r.ID, Content: r.Content, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		ConsumedAt: r.ConsumedAt, ConsumedByAgentID: r.ConsumedByAgentID, Order: r.Order}
+		ConsumedAt: r.ConsumedAt, ConsumedByAgentID: r.ConsumedByAgentID, Order: r.Order,
+		Unconfirmed: r.Status == StatusConsumed && r.Unacknowledged && (r.Consumer == nil || !r.Consumer.Alive())}
 	if r.Status == StatusPending && position > 0 {
 		in.Position = &position
 	}

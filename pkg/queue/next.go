@@ -157,6 +157,8 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 		}
 		if ok {
 			out.WaitedSeconds = seconds(env.Now().Sub(start))
+			id := out.Instruction.ID
+			env.WhenDelivered(id, func() { acknowledge(env, id) })
 			return out, nil
 		}
 		if current.Load() != gen || !env.Now().Before(deadline) {

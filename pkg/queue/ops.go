@@ -69,6 +69,15 @@ func Ops() []op.Operation {
 			Effect:   op.Mutating, Idempotent: true,
 		}, Move),
 		op.New(op.Meta{
+			Name: "queue_requeue", Path: []string{"queue", "requeue"},
+			Callers: op.PersonOnly,
+			Summary: "Put a consumed instruction back at the head of the queue", Args: []string{"id"},
+			Description: "For an instruction the ledger marks delivery_unconfirmed (its consumer ended before writing it out, so the agent " +
+				"probably never saw it), or one to be done again. A pending instruction is refused (exit 4).",
+			Examples: "lm queue list --status consumed --jq '.items[] | select(.delivery_unconfirmed) | .id'\nlm queue requeue 01JD",
+			Effect:   op.Mutating, Idempotent: false,
+		}, Requeue),
+		op.New(op.Meta{
 			Name: "queue_status", Path: []string{"queue", "status"},
 			Callers: op.PersonOnly,
 			Summary: "Show queue counts, settings and agent activity",

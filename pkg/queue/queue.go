@@ -28,7 +28,11 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 				return err
 			}
 		}
-		if err := fn(t); err != nil {
+		err = fn(t)
+		if t.err != nil {
+			return t.err
+		}
+		if err != nil {
 			return err
 		}
 		return t.trimEvents()
@@ -41,7 +45,11 @@ func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 		if err != nil {
 			return err
 		}
-		return fn(t)
+		err = fn(t)
+		if t.err != nil {
+			return t.err
+		}
+		return err
 	})
 }
 
@@ -402,8 +410,12 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 		b := t.bucket(bConsumed)
 		c := b.Cursor()
 		var victims []record
-		for k, id := c.First(); k != nil; k, id = c.Next() {
-			r, ok := t.get(string(id))
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			id, err := consumedBucket.Decode(k, v)
+			if err != nil {
+				return err
+			}
+			r, ok := t.get(id)
 			if !ok || (age > 0 && !r.ConsumedAt.Before(cutoff)) {
 				break
 			}

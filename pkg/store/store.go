@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -29,9 +30,20 @@ const SchemaVersion = 1
 const DefaultLockTimeout = 5 * time.Second
 
 var (
-	metaBucket = []byte("meta")
+	metaBucket = Declare("meta", AnyKey, decodeMeta, func(v []byte) ([]byte, error) { return v, nil }).Name()
 	versionKey = []byte("schema_version")
 )
+
+// decodeMeta accepts the store's own records: the schema version is a
+// decimal number.
+func decodeMeta(k, v []byte) ([]byte, error) {
+	if string(k) == string(versionKey) {
+		if _, err := strconv.Atoi(string(v)); err != nil {
+			return nil, fmt.Errorf("schema version %q is not a number", v)
+		}
+	}
+	return v, nil
+}
 
 // ErrLocked is returned (wrapped in a [LockedError]) when the store stayed
 // locked by another process past the lock timeout.
@@ -41,9 +53,15 @@ var ErrLocked = errors.New("store is locked")
 type LockedError struct {
 	Path   string
 	Waited time.Duration
+	// Foreign is set when the holder is not lm: every lm process takes the
+	// sidecar lock first, so only another program holds the file's own.
+	Foreign bool
 }
 
 func (e *LockedError) Error() string {
+	if e.Foreign {
+		return fmt.Sprintf("store %s is locked by a program other than lm (waited %s)", e.Path, e.Waited)
+	}
 	return fmt.Sprintf("store %s is locked by another process (waited %s)", e.Path, e.Waited)
 }
 func (e *LockedError) Unwrap() error { return ErrLocked }
@@ -124,9 +142,14 @@ func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 var errNeedsMigration = errors.New("store needs migration")
 
-func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) error {
+func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (err error) {
 	if s.err != nil {
 		return s.err
+	}
+	defer s.contain(&err, write)
+	defer faultsPanic()()
+	if err := s.checkKind(); err != nil {
+		return err
 	}
 	mu := s.processMutex()
 	mu.Lock()
@@ -146,28 +169,45 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 	}
 	defer lock.release()
 
+	size, err := s.checkFile(write)
+	if err != nil {
+		return err
+	}
+
 	// Every lm process takes the sidecar lock first, so bbolt's own flock
 	// only waits on foreign tools holding the file.
-	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write}
-	if write {
-		// Address space reserved past the file's end spares a growing
-		// transaction the remaps (each copying every node it touched)
-		// bbolt does as the file doubles: a 100,000-instruction batch adds
-		// half as fast without it. It costs no memory, and per-call commits
-		// measured the same.
-		opts.InitialMmapSize = 256 << 20
-	}
+	//
+	// Address space reserved past the file's end spares a growing
+	// transaction the remaps (each copying every node it touched) bbolt
+	// does as the file doubles: a 100,000-instruction batch adds half as
+	// fast without it. It costs no memory, and per-call commits measured
+	// the same. Readers reserve it too: in a truncated file, a page past
+	// the end then faults (and is reported) instead of reading whatever
+	// memory lies beyond a mapping of the file's size.
+	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write, InitialMmapSize: 256 << 20}
 	db, err := bolt.Open(s.Path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
-		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+		return &LockedError{Path: s.Path, Waited: s.LockTimeout, Foreign: true}
+	}
+	if isDamage(err) {
+		s.markDamaged(err.Error())
+		return s.damaged(write, err.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("open store %s: %w", s.Path, err)
 	}
 	defer db.Close()
+	if write && fileSizeLimited() {
+		// bbolt grows a file in 16 MiB steps; under a file size limit
+		// (ulimit -f) that fails long before the data reaches it.
+		db.AllocSize = 64 << 10
+	}
 
 	if !write {
 		return db.View(func(tx *bolt.Tx) error {
+			if err := s.checkSize(tx, size, write); err != nil {
+				return err
+			}
 			if err := s.checkVersion(tx); err != nil {
 				return err
 			}
@@ -178,6 +218,9 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) er
 		})
 	}
 	changed, err := commit(db, func(tx *bolt.Tx) error {
+		if err := s.checkSize(tx, size, write); err != nil {
+			return err
+		}
 		if err := s.migrate(tx); err != nil {
 			return err
 		}
@@ -208,6 +251,15 @@ func commit(db *bolt.DB, fn func(*bolt.Tx) error) (changed bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	defer func() {
+		// A panic (a damaged page met mid-transaction) must not leave the
+		// transaction open: closing the database would wait for it forever.
+		// The caller turns the panic into an error.
+		if r := recover(); r != nil {
+			tx.Rollback()
+			panic(r)
+		}
+	}()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return false, err
@@ -236,6 +288,13 @@ func Version(tx *bolt.Tx) int {
 }
 
 func (s *Store) checkVersion(tx *bolt.Tx) error {
+	if b := tx.Bucket(metaBucket); b != nil {
+		if v := b.Get(versionKey); v != nil {
+			if _, err := decodeMeta(versionKey, v); err != nil {
+				return &CorruptError{Bucket: string(metaBucket), Key: printable(versionKey), Err: err}
+			}
+		}
+	}
 	if v := Version(tx); v > SchemaVersion {
 		return &VersionError{Path: s.Path, Found: v, Wanted: SchemaVersion}
 	}
@@ -288,6 +347,14 @@ type fileLock struct{ fd int }
 // add that much latency to every contended transaction.
 func acquire(ctx context.Context, path string, exclusive bool, timeout time.Duration) (*fileLock, error) {
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil && !exclusive && isUnwritable(err) {
+		// Read-only media: share the lock file if there is one; without
+		// one, no writer can exist either.
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if errors.Is(err, syscall.ENOENT) {
+			return &fileLock{fd: -1}, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store lock %s: %w", path, err)
 	}

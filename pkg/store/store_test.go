@@ -144,7 +144,7 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 		return b.Put([]byte("k"), []byte("v"))
 	})
 	dest := filepath.Join(t.TempDir(), "copy.db")
-	if _, err := s.Backup(ctx, dest); err != nil {
+	if _, err := s.Backup(ctx, dest, false); err != nil {
 		t.Fatal(err)
 	}
 	copy := New(dest, time.Second)

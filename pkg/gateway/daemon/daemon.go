@@ -215,13 +215,14 @@ func Tail(path string, n int) (lines []string, end int64, err error) {
 }
 
 // Follow copies what is written to the file at path from offset on to w
-// until ctx ends.
+// until ctx ends. When the log is rotated (another file takes the path) it
+// finishes the old file and goes on from the start of the new one.
 func Follow(ctx context.Context, path string, offset int64, w io.Writer) error {
 	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer file.Close()
+	defer func() { file.Close() }()
 	if _, err := file.Seek(offset, io.SeekStart); err != nil {
 		return err
 	}
@@ -229,12 +230,31 @@ func Follow(ctx context.Context, path string, offset int64, w io.Writer) error {
 		if _, err := io.Copy(w, file); err != nil {
 			return err
 		}
+		if next, err := os.Open(path); err == nil {
+			if rotated(file, next) {
+				if _, err := io.Copy(w, file); err != nil {
+					next.Close()
+					return err
+				}
+				file.Close()
+				file = next
+				continue
+			}
+			next.Close()
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// rotated reports whether b is another file than a.
+func rotated(a, b *os.File) bool {
+	sa, err1 := a.Stat()
+	sb, err2 := b.Stat()
+	return err1 == nil && err2 == nil && !os.SameFile(sa, sb)
 }
 
 func logSince(path string, offset int64) string {

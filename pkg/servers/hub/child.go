@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/liveness"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/breaker"
@@ -109,7 +110,8 @@ func (c *child) start() {
 	ctx, cancel := context.WithCancel(c.hub.ctx)
 	c.cancel, c.done, c.restarts, c.lastErr, c.nextRetry = cancel, make(chan struct{}), 0, "", time.Time{}
 	c.setLocked(servers.Starting)
-	go c.supervise(ctx, c.done)
+	done := c.done
+	guard.Go(c.hub.log, "supervising server "+c.name, func() { c.supervise(ctx, done) })
 }
 
 // stop ends supervision and waits until the process is gone.

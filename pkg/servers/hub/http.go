@@ -1,9 +1,11 @@
 package hub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -90,6 +92,11 @@ func (h *Hub) Handler(sessions mcpx.Sessions) http.Handler {
 		writeJSON(w, http.StatusOK, h.CacheStats())
 	})
 	mux.HandleFunc("/mcp/{server}", h.endpoint(sessions))
+	mux.HandleFunc("POST /mcp/{server}/{method...}", h.pathCall)
+	mux.HandleFunc("/mcp/{server}/{method...}", func(w http.ResponseWriter, r *http.Request) {
+		writeRPCError(w, http.StatusMethodNotAllowed, -32600, fmt.Sprintf("%s /mcp/%s/%s: send POST with the call's params as the body, or use the MCP endpoint /mcp/%[2]s",
+			r.Method, r.PathValue("server"), r.PathValue("method")))
+	})
 	return mux
 }
 
@@ -153,6 +160,67 @@ func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
 		h.mu.Unlock()
 		handler.ServeHTTP(w, r)
 	}
+}
+
+// pathCall is POST /mcp/{server}/{method...} (POST /mcp/NAME/tools/call):
+// one JSON-RPC call without a session, for callers that speak HTTP but not
+// MCP's handshake. The path names the method and the body holds its params,
+// or a whole JSON-RPC request for that method; the answer is the JSON-RPC
+// response, through the same breaker, cache and filters as the server's MCP
+// endpoint.
+func (h *Hub) pathCall(w http.ResponseWriter, r *http.Request) {
+	name, method := r.PathValue("server"), r.PathValue("method")
+	c := h.child(name)
+	if c == nil {
+		writeRPCError(w, http.StatusNotFound, -32601, fmt.Sprintf("unknown server %q; configured servers are listed at GET /servers", name))
+		return
+	}
+	if !c.config().IsEnabled() {
+		writeRPCError(w, http.StatusNotFound, -32601, fmt.Sprintf("server %q is disabled", name))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, -32700, "cannot read the request body: "+err.Error())
+		return
+	}
+	var req struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      any             `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeRPCError(w, http.StatusBadRequest, -32700, "the body is not JSON: "+err.Error())
+			return
+		}
+	}
+	switch {
+	case req.JSONRPC == "" && req.Method == "":
+		// The body is the params themselves.
+		req.Params = body
+		if len(bytes.TrimSpace(body)) == 0 {
+			req.Params = json.RawMessage(`{}`)
+		}
+		req.ID = 1
+	case req.Method != method:
+		writeRPCError(w, http.StatusBadRequest, -32600, fmt.Sprintf("the body's method %q is not the path's %q", req.Method, method))
+		return
+	}
+	if req.ID == nil {
+		req.ID = 1
+	}
+	if _, err := c.sessionFor(r.Context()); err != nil {
+		writeRPCError(w, http.StatusServiceUnavailable, -32603, err.Error()+"; start it with 'lm servers start "+name+"'")
+		return
+	}
+	raw, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "method": method, "params": req.Params})
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, -32600, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, c.own.HandleMessage(r.Context(), raw))
 }
 
 // events streams the servers' state ("servers") and proxied calls

@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/cache"
@@ -376,11 +377,11 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 		cl := c.session
 		c.mu.Unlock()
 		if cl != nil {
-			go func() {
+			guard.Go(h.log, "refreshing the lists of server "+c.name, func() {
 				if err := h.mirror(h.ctx, c, cl); err != nil {
 					h.log.Warn("refreshing the server's lists", "server", c.name, "err", err)
 				}
-			}()
+			})
 		}
 	case mcp.MethodNotificationResourceUpdated:
 		uri, _ := params["uri"].(string)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,15 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
 
 // stopGrace is how long a child has between SIGTERM and SIGKILL.
 const stopGrace = 3 * time.Second
-
-// logRotateAt is the size at which a server's stderr log is moved aside.
-const logRotateAt = 1 << 20
 
 // process is one running stdio child: its pipes, its stderr (kept in a
 // ring for error messages and appended to $LM_HOME/servers/NAME.log), and
@@ -82,7 +79,11 @@ func spawn(home string, environ []string, name string, s *servers.Server, scrub 
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
 	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: &ring{max: 8 << 10}, exited: make(chan struct{})}
-	log, err := openLog(servers.LogPath(home, name))
+	size, err := logSize(home)
+	if err != nil {
+		return nil, errors.Join(err, lifeline.Close(), keep.Close())
+	}
+	log, err := cappedlog.Open(servers.LogPath(home, name), size, 1)
 	if err != nil {
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
@@ -104,16 +105,6 @@ func spawn(home string, environ []string, name string, s *servers.Server, scrub 
 		close(p.exited)
 	}()
 	return p, nil
-}
-
-func openLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create the log directory: %w", err)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() > logRotateAt {
-		os.Rename(path, path+".1")
-	}
-	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 }
 
 // terminate stops the whole process group: SIGTERM, then SIGKILL after

@@ -313,3 +313,48 @@ func TestNamesOnMCPAreSafeAndCollisionsReported(t *testing.T) {
 		t.Fatalf("a sanitised prompt name still reaches its prompt: %+v %v", p, err)
 	}
 }
+
+// A child flooding stderr on every start costs at most twice the log size
+// on disk, and the log keeps the newest lines.
+func TestStderrLogIsCappedAndRotated(t *testing.T) {
+	h, _ := startHub(t, `{"mcpServers": {"noisy": {"command": "sh", "args": ["-c", "yes 'a line of noise on stderr' | head -c 8000000 >&2; echo end-of-flood >&2; exit 3"],
+		"max_restarts": 1, "restart_delay": 0.1}}}`)
+	if err := os.WriteFile(filepath.Join(h.home, "config.toml"), []byte("[servers]\nlog_size = 65536\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.child("noisy").start()
+	awaitState(t, h, "noisy", servers.Failed, time.Minute)
+	log := servers.LogPath(h.home, "noisy")
+	total := int64(0)
+	for _, p := range []string{log, log + ".1"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+	}
+	if total > 2*65536 {
+		t.Errorf("two starts writing 8 MB each left %d bytes of log", total)
+	}
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "end-of-flood") {
+		t.Errorf("the log lost the newest line: ends %q", data[max(0, len(data)-100):])
+	}
+}
+
+// A log_size too small to hold anything useful is refused at start.
+func TestStderrLogSizeIsChecked(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[servers]\nlog_size = 10\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := logSize(home); err == nil || !strings.Contains(err.Error(), "want at least 4096 bytes") {
+		t.Fatalf("log_size = 10: %v", err)
+	}
+	if n, err := logSize(t.TempDir()); err != nil || n != DefaultLogSize {
+		t.Fatalf("no config: %d %v", n, err)
+	}
+}

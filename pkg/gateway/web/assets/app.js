@@ -178,11 +178,19 @@ function renderConsumed() {
   for (const item of items) {
     let li = existing.get(item.id);
     if (!li) {
+      const again = el("button", { className: "act", type: "button", textContent: "requeue",
+        title: "Put it back at the head of the queue" });
+      again.setAttribute("aria-label", "Requeue");
+      again.onclick = () => requeue(item);
       li = el("li", { className: "entry" },
         el("p", { className: "entry-text", textContent: item.content }),
         el("div", { className: "meta" },
           el("span", { className: "agent-tag", textContent: item.consumed_by_agent_id || "agent" }),
-          el("span", { title: item.consumed_at }, clock(item.consumed_at), " · ", timeEl(item.consumed_at))));
+          el("span", { title: item.consumed_at }, clock(item.consumed_at), " · ", timeEl(item.consumed_at)),
+          item.delivery_unconfirmed ? el("span", { className: "unconfirmed",
+            title: "Its consumer ended before writing it out: the agent probably never saw it",
+            textContent: "not seen by the agent" }) : null,
+          again));
       li.dataset.id = item.id;
       const sr = el("span", { className: "visually-hidden", textContent: "Consumed: " });
       li.firstChild.prepend(sr);
@@ -297,6 +305,17 @@ async function saveEdit(id, content, errEl) {
   }
 }
 
+// requeue puts a consumed instruction back at the head of the queue.
+async function requeue(item) {
+  try {
+    const out = await api("POST", `/api/instructions/${item.id}/requeue`);
+    // Ahead of everything, whatever the page numbered the rack meanwhile.
+    upsert({ ...out.item, position: 0 });
+    render();
+    announce("Put back at the head of the queue");
+  } catch (err) { fail(err); }
+}
+
 async function move(item, to) {
   const count = pending().length;
   if (to < 1 || to > count || to === item.position) return;
@@ -376,9 +395,12 @@ function onEvent(type, ev) {
   const d = ev.data;
   switch (type) {
     case "instruction.created":
-    case "instruction.updated":
       upsert(d);
       renderPending();
+      break;
+    case "instruction.updated": // a requeued instruction leaves the ledger too
+      upsert(d);
+      render();
       break;
     case "instruction.consumed": {
       upsert(d);

@@ -1,0 +1,121 @@
+// Package cappedlog is a log file bounded in size: when the next write
+// would take it past its limit it is renamed PATH.1 (older copies move to
+// PATH.2 … PATH.N, the oldest dropped) and a fresh file takes its place, so
+// the newest output is always kept in at most (N+1)×limit bytes. lm uses it
+// for the gateway's log and each supervised server's stderr.
+package cappedlog
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Log is safe for concurrent use.
+type Log struct {
+	path  string
+	max   int64
+	keep  int
+	stdio bool
+
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+// Open appends to path, keeping at most max bytes in it and keep rotated
+// copies beside it.
+func Open(path string, max int64, keep int) (*Log, error) {
+	if max <= 0 || keep < 1 {
+		return nil, fmt.Errorf("log %s: a limit of %d bytes and %d copies cannot hold anything", path, max, keep)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create the log directory: %w", err)
+	}
+	l := &Log{path: path, max: max, keep: keep}
+	if err := l.open(os.O_APPEND); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) open(mode int) error {
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|mode, 0o600)
+	if err != nil {
+		return err
+	}
+	l.f, l.size = f, 0
+	if fi, err := f.Stat(); err == nil {
+		l.size = fi.Size()
+	}
+	if l.stdio {
+		return l.redirectStdio()
+	}
+	return nil
+}
+
+// FollowStdio makes the log the process's standard output and error, now
+// and after every rotation, so that what is written to them without going
+// through the log — a runtime crash report — lands in the current file.
+func (l *Log) FollowStdio() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stdio = true
+	return l.redirectStdio()
+}
+
+func (l *Log) redirectStdio() error {
+	for _, fd := range []int{1, 2} {
+		if err := unix.Dup3(int(l.f.Fd()), fd, 0); err != nil {
+			return fmt.Errorf("log %s: make it the standard output: %w", l.path, err)
+		}
+	}
+	return nil
+}
+
+// Write appends p, rotating first when p would not fit. A write larger
+// than the limit keeps only its newest bytes.
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(p)
+	if int64(len(p)) > l.max {
+		p = p[int64(len(p))-l.max:]
+	}
+	if l.size+int64(len(p)) > l.max {
+		if err := l.rotate(); err != nil {
+			return 0, err
+		}
+	}
+	written, err := l.f.Write(p)
+	l.size += int64(written)
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func (l *Log) rotate() error {
+	if err := l.f.Close(); err != nil {
+		return err
+	}
+	os.Remove(l.path + "." + strconv.Itoa(l.keep))
+	for i := l.keep - 1; i >= 1; i-- {
+		os.Rename(l.path+"."+strconv.Itoa(i), l.path+"."+strconv.Itoa(i+1))
+	}
+	if err := os.Rename(l.path, l.path+".1"); err != nil {
+		return err
+	}
+	return l.open(os.O_TRUNC)
+}
+
+// Close closes the current file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
+}

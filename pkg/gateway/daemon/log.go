@@ -1,0 +1,44 @@
+package daemon
+
+import (
+	"fmt"
+
+	"lmtool.dev/lm/pkg/cappedlog"
+	"lmtool.dev/lm/pkg/config"
+)
+
+// Defaults for the background gateway's log, when config.toml's [gateway]
+// table sets no log_size or log_files: a line per request and per
+// get_user_request comes to some hundreds of bytes, so the log holds
+// several days of a busy desk in at most (1+3)×8 MiB.
+const (
+	DefaultLogSize  = 8 << 20
+	DefaultLogFiles = 3
+)
+
+// OpenLog opens the background gateway's log, bounded by [gateway] log_size
+// (bytes per file) and log_files (rotated copies kept) in home's
+// config.toml, and makes it the process's standard output and error so a
+// crash report lands in it too.
+func (f Files) OpenLog(home string) (*cappedlog.Log, error) {
+	limits := struct {
+		LogSize  int64 `toml:"log_size"`
+		LogFiles int   `toml:"log_files"`
+	}{DefaultLogSize, DefaultLogFiles}
+	if err := config.Table(home, "gateway", &limits); err != nil {
+		return nil, fmt.Errorf("%w ([gateway] takes log_size, the bytes per log file, and log_files, the rotated copies kept)", err)
+	}
+	if limits.LogSize < 4096 || limits.LogFiles < 1 {
+		return nil, fmt.Errorf("[gateway] in %s: log_size %d and log_files %d: want at least 4096 bytes and 1 file",
+			config.Path(home), limits.LogSize, limits.LogFiles)
+	}
+	l, err := cappedlog.Open(f.Log(), limits.LogSize, limits.LogFiles)
+	if err != nil {
+		return nil, fmt.Errorf("open the gateway log: %w", err)
+	}
+	if err := l.FollowStdio(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}

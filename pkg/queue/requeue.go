@@ -1,0 +1,84 @@
+package queue
+
+import (
+	"context"
+	"sync"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/proc"
+)
+
+// self names this process as the consumer of what it takes.
+var self = sync.OnceValue(func() *proc.Process {
+	p, err := proc.Self()
+	if err != nil {
+		return nil // unknown: the instruction is marked unconfirmed until acknowledged
+	}
+	return &p
+})
+
+// acknowledge records that the consumer wrote the instruction out, so the
+// ledger no longer marks it should this process end.
+func acknowledge(env *op.Env, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), env.Store.LockTimeout)
+	defer cancel()
+	update(ctx, env, func(t *tx) error {
+		r, ok := t.get(id)
+		if !ok || !r.Unacknowledged {
+			return nil
+		}
+		r.Unacknowledged, r.Consumer = false, nil
+		return t.put(r)
+	})
+}
+
+// Requeue puts a consumed instruction back at the head of the queue: for
+// one whose consumer ended before the agent saw it (the ledger marks it
+// delivery_unconfirmed), or one the person wants done again.
+func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
+	var out ItemOutput
+	err := update(ctx, env, func(t *tx) error {
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
+		if err != nil {
+			return err
+		}
+		if r.Status != StatusConsumed {
+			return op.Errorf(op.KindConflict, "instruction %s is pending already", r.ID).
+				WithHint("lm queue move %s --to 1 puts it first", r.ID)
+		}
+		if err := t.bucket(bConsumed).Delete(consumedKey(r)); err != nil {
+			return err
+		}
+		if err := t.addCounter(kConsumed, -1); err != nil {
+			return err
+		}
+		if err := t.addCounter(kPending, 1); err != nil {
+			return err
+		}
+		r.Status, r.ConsumedAt, r.ConsumedByAgentID = StatusPending, nil, nil
+		r.Unacknowledged, r.Consumer, r.UpdatedAt = false, nil, t.now
+		if err := t.put(r); err != nil {
+			return err
+		}
+		ids := []string{r.ID}
+		for _, p := range t.pending(0) {
+			if p.ID != r.ID {
+				ids = append(ids, p.ID)
+			}
+		}
+		if err := t.renumber(ids); err != nil {
+			return err
+		}
+		// Every pending instruction moved down one place: say so, as a move does.
+		for _, item := range t.pending(0) {
+			if item.ID == r.ID {
+				out.Item = item
+			}
+			if err := t.emit(EventUpdated, item); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
