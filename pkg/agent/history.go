@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -37,6 +38,11 @@ const (
 // summaryLimit bounds the result text kept in history.
 const summaryLimit = 300
 
+// historyLimit bounds the history: past it, the oldest calls go as new
+// ones are recorded. Each record is well under 2 KB, so the history costs
+// at most some 20 MB of the store however long lm is used.
+var historyLimit = 10_000
+
 // Record is one executed call in the history.
 type Record struct {
 	ID         string         `json:"id"`
@@ -61,9 +67,41 @@ func record(ctx context.Context, env *op.Env, r Record) (Record, error) {
 		r.Summary = r.Summary[:summaryLimit] + "…"
 	}
 	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		return historyBucket.Put(tx, []byte(r.ID), r)
+		if err := historyBucket.Put(tx, []byte(r.ID), r); err != nil {
+			return err
+		}
+		return trimHistory(tx)
 	})
 	return r, err
+}
+
+// trimHistory deletes the oldest calls past historyLimit. Ids are ULIDs, so
+// key order is time order: the newest historyLimit are the last keys.
+func trimHistory(tx *bolt.Tx) error {
+	b := historyBucket.Of(tx)
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	k, _ := c.Last()
+	for range historyLimit {
+		if k == nil {
+			return nil
+		}
+		k, _ = c.Prev()
+	}
+	// k is the newest call past the limit: it and all before it go,
+	// gathered first, since deleting under a cursor may move it.
+	var old [][]byte
+	for ; k != nil; k, _ = c.Prev() {
+		old = append(old, slices.Clone(k))
+	}
+	for _, k := range old {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // history returns the recorded calls, oldest first; a filter may drop some.

@@ -481,29 +481,9 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 		return PruneOutput{}, err
 	}
 	cutoff := env.Now().Add(-age)
-	out := PruneOutput{Removed: []string{}}
-	err = env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		out.Removed = out.Removed[:0]
-		b := jobsBucket.Of(tx)
-		jobs, err := all(tx)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if j.Terminal() && j.FinishedAt != nil && !j.FinishedAt.After(cutoff) {
-				if err := b.Delete([]byte(j.ID)); err != nil {
-					return err
-				}
-				out.Removed = append(out.Removed, j.ID)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return out, err
+	removed, err := removeFinished(ctx, env, func(j Job, _ int) bool { return !j.FinishedAt.After(cutoff) })
+	if removed == nil {
+		removed = []string{}
 	}
-	for _, id := range out.Removed {
-		os.RemoveAll(jobDir(env.Home, id))
-	}
-	return out, nil
+	return PruneOutput{Removed: removed}, err
 }

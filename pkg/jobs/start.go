@@ -70,6 +70,9 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	if err := applyRetention(ctx, env); err != nil {
+		return Job{}, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return Job{}, op.Errorf(op.KindInternal, "find lm's executable: %w", err)
@@ -109,11 +112,9 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 // max_running in the [jobs] table of LM_HOME's config.toml, else the default.
 func maxRunning(env *op.Env) (int, error) {
 	home := env.Home
-	settings := struct {
-		MaxRunning int `toml:"max_running"`
-	}{DefaultMaxRunning}
-	if err := config.Table(home, "jobs", &settings); err != nil {
-		return 0, op.Errorf(op.KindInvalid, "%v", err).WithHint("[jobs] takes max_running, the number of jobs that run at once")
+	settings, err := settingsOf(home)
+	if err != nil {
+		return 0, err
 	}
 	source, value := "max_running in "+config.Path(home), strconv.Itoa(settings.MaxRunning)
 	if v := env.Getenv("LM_JOBS_MAX_RUNNING"); v != "" {
