@@ -35,6 +35,7 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
 			&ucli.BoolFlag{Name: "log-file", Usage: "write the log to $LM_HOME/gateway.log, rotated by size ('lm gateway start' passes it)", Hidden: true, Local: true},
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
 			allowFlag(),
 		}
 	}
@@ -176,9 +177,14 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		defer l.Close()
 		logTo = l
 	}
-	var handler slog.Handler = slog.NewJSONHandler(logTo, nil)
+	level, err := logLevel(cmd.String("log-level"))
+	if err != nil {
+		return fail(err)
+	}
+	logOpts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewJSONHandler(logTo, logOpts)
 	if jsonio.IsTerminal(logTo) {
-		handler = slog.NewTextHandler(logTo, nil)
+		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
 	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
@@ -192,7 +198,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 			WithHint("is another gateway running? see 'lm gateway status', or pass --addr HOST:PORT"))
 	}
 	addr := ln.Addr().String()
-	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: "http://" + addr + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
+	base := "http://" + reachable(addr)
+	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
 	if err != nil {
 		ln.Close()
@@ -212,9 +219,9 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		// A person at a terminal gets it as a line to click first.
 		if jsonio.IsTerminal(a.streams.Err) {
 			fmt.Fprintf(a.streams.Err, "lm: the page: %s (the link carries its token)\n"+
-				"lm: agents: http://%s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(addr), addr)
+				"lm: agents: %s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(reachable(addr)), base)
 		}
-		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(addr), "mcp_url": "http://" + addr + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}
 		var err error
@@ -233,6 +240,28 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	return nil
+}
+
+// reachable is an address to open in a browser for the listening address
+// addr: one on all interfaces (0.0.0.0 or ::, which Go reports as [::])
+// is reached on this machine through loopback.
+func reachable(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// logLevel reads --log-level (or LM_LOG_LEVEL).
+func logLevel(name string) (slog.Level, error) {
+	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+	level, ok := levels[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return 0, op.Errorf(op.KindInvalid, "--log-level (or LM_LOG_LEVEL) %q is not a log level", name).
+			WithHint("use debug, info, warn or error")
+	}
+	return level, nil
 }
 
 // serveArgs repeats the serving flags for the background process.
@@ -258,6 +287,7 @@ func serveArgs(cmd *ucli.Command) ([]string, error) {
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
 	}
+	args = append(args, "--log-level", cmd.String("log-level"))
 	// The background gateway's agents work where it was started from.
 	roots, err := agentRoots(cmd)
 	for _, r := range roots {
@@ -276,8 +306,12 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
-	// A mistyped --allow fails here, not in the background process's log.
+	// A mistyped --allow or --log-level fails here, not in the background
+	// process's log.
 	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+		return fail(err)
+	}
+	if _, err := logLevel(cmd.String("log-level")); err != nil {
 		return fail(err)
 	}
 	if !noToken && tok == "" {
@@ -303,7 +337,7 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return err
 	}
-	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": gateway.PageURL(s.Addr, tok), "addr": s.Addr, "log": files.Log()})
+	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": gateway.PageURL(reachable(s.Addr), tok), "addr": s.Addr, "log": files.Log()})
 }
 
 func (a *app) gatewayStop(ctx context.Context, cmd *ucli.Command) error {

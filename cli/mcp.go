@@ -2,12 +2,17 @@ package cli
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/server"
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/logfile"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -17,7 +22,8 @@ func (a *app) mcpCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "mcp",
 		Usage: "Serve lm's operations as MCP tools over stdio",
-		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; logs go to stderr. " +
+		Description: "Reads JSON-RPC from stdin and writes only JSON-RPC to stdout; errors go to stderr, and each tool call is logged to " +
+			"$LM_HOME/mcp.log (--log). " +
 			"It needs nothing in the environment but HOME (or LM_HOME / --store), which every MCP client passes. " +
 			"It ends cleanly at the end of stdin.\n\n" +
 			"Its caller is an agent: it offers the agent profile (get_user_request, the helpers, tasks and jobs within the allowlist, " +
@@ -30,6 +36,8 @@ func (a *app) mcpCommand() *ucli.Command {
 			allowFlag(),
 			rootFlag(),
 			&ucli.StringFlag{Name: "connect", Usage: "bridge stdio to a running gateway's MCP `URL` (e.g. http://127.0.0.1:7437/mcp), its hub included; sends $LM_API_TOKEN", Local: true},
+			&ucli.StringFlag{Name: "log", Usage: "log each tool call (get_user_request with its agent, wait and result) as JSON Lines to `FILE`, " +
+				"- for stderr (default: $LM_HOME/mcp.log, kept under 1 MiB plus one rotated copy)", TakesFile: true, Local: true},
 		},
 		Action: func(ctx context.Context, cmd *ucli.Command) error {
 			if url := cmd.String("connect"); url != "" {
@@ -55,7 +63,8 @@ func (a *app) mcpCommand() *ucli.Command {
 			}
 			delivered := &mcpx.Deliveries{}
 			env.AfterReply = delivered.After
-			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only)
+			log := a.mcpLog(cmd.String("log"), env.Home)
+			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
@@ -65,6 +74,20 @@ func (a *app) mcpCommand() *ucli.Command {
 			return nil
 		},
 	}
+}
+
+// mcpLog is where lm mcp logs its tool calls: its stdout is the protocol's,
+// and an MCP client may show its stderr nowhere, so by default a file in
+// LM_HOME that every lm mcp process of this home shares.
+func (a *app) mcpLog(path, home string) *slog.Logger {
+	var w io.Writer = a.streams.Err
+	if path != "-" {
+		if path == "" {
+			path = filepath.Join(home, "mcp.log")
+		}
+		w = logfile.New(path, logfile.DefaultMax)
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
 }
 
 // allowFlag is how the person who starts a face lets its agents do more

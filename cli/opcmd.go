@@ -174,7 +174,10 @@ func flagFor(field string, s *jsonschema.Schema, aliases []string) ucli.Flag {
 		return &ucli.BoolFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 	case "array":
 		if s.Items != nil && len(op.SchemaTypes(s.Items)) == 1 && op.SchemaTypes(s.Items)[0] == "string" {
-			return &ucli.StringSliceFlag{Name: name, Aliases: aliases, Usage: usage + " (repeatable)", Local: true, HideDefault: true}
+			if !strings.Contains(usage, "repeatable") {
+				usage += " (repeatable)"
+			}
+			return &ucli.StringSliceFlag{Name: name, Aliases: aliases, Usage: usage, Local: true, HideDefault: true}
 		}
 	}
 	return nil // objects and other arrays come through --input

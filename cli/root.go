@@ -81,10 +81,10 @@ func (a *app) root() *ucli.Command {
 			continue
 		}
 		parent := groups[m.Group()]
-		for _, name := range m.Path[1 : len(m.Path)-1] {
+		for i, name := range m.Path[1 : len(m.Path)-1] {
 			child := parent.Command(name)
 			if child == nil {
-				child = &ucli.Command{Name: name, Action: groupAction}
+				child = &ucli.Command{Name: name, Usage: registry.Subgroups[strings.Join(m.Path[:i+2], " ")], Action: groupAction}
 				parent.Commands = append(parent.Commands, child)
 			}
 			parent = child

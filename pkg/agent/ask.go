@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,7 +54,7 @@ const (
 type AskOutput struct {
 	Request    string    `json:"request"`
 	Steps      []AskStep `json:"steps"`
-	Answer     string    `json:"answer,omitempty" jsonschema:"the model's final answer, or its summary when the steps ran out"`
+	Answer     string    `json:"answer,omitempty" jsonschema:"the model's final answer, or its summary when the steps ran out (the last call's result when it gave none)"`
 	Stopped    string    `json:"stopped" jsonschema:"why the request ended: done, max_steps, rejected, dry_run or failed"`
 	Error      string    `json:"error,omitempty" jsonschema:"with failed: what failed"`
 	TokensUsed int       `json:"tokens_used" jsonschema:"the model's tokens over every attempt"`
@@ -83,6 +84,9 @@ type AskStep struct {
 // the steps run out.
 func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if err := shift(env, &in.TargetInput, &in.Request); err != nil {
+		return AskOutput{}, err
+	}
+	if err := loneRequest(ctx, env, &in); err != nil {
 		return AskOutput{}, err
 	}
 	if strings.TrimSpace(in.Request) == "" {
@@ -116,6 +120,9 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if err != nil {
 		return AskOutput{}, err
 	}
+	if env.Caller.Terminal {
+		showSummary(env.Stderr, s.target, s.Initialized(), tools)
+	}
 	hbCtx, stopHeartbeat := context.WithCancel(ctx)
 	defer stopHeartbeat()
 	go s.Heartbeat(hbCtx)
@@ -131,6 +138,30 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	}
 	c.messages = append(c.messages, model.Message{Role: "user", Content: in.Request})
 	return c.run(ctx)
+}
+
+// loneRequest reads `lm servers ask WORDS` with one argument: a configured
+// server's name stays the server (and the request is missing); anything
+// else is the request, to the one configured server if there is only one.
+func loneRequest(ctx context.Context, env *op.Env, in *AskInput) error {
+	if !env.Caller.Terminal || in.Request != "" || in.URL != "" || len(in.Command) > 0 {
+		return nil
+	}
+	names, err := Configured(ctx, env)
+	if err != nil {
+		return err
+	}
+	if in.Server != "" && slices.Contains(names, in.Server) {
+		return nil
+	}
+	in.Request, in.Server = in.Server, ""
+	if len(names) == 1 {
+		in.Server = names[0]
+	}
+	if in.Request != "" && !in.given() {
+		return noServerGiven(ctx, env)
+	}
+	return nil
 }
 
 // askModel is the configured model, or an error naming the setting to add.
@@ -207,11 +238,21 @@ func (c *conversation) run(ctx context.Context) (AskOutput, error) {
 		c.tell(tool.Name, call.Result, err, next)
 	}
 	// The budget is spent: the model may only sum up what the calls found.
+	// Every call succeeded, so a model that keeps proposing calls instead
+	// of summing up does not fail the request: it ends at the limit with
+	// the last call's result as the answer.
+	c.out.Stopped = StoppedMaxSteps
 	p, err := c.propose(ctx, true)
+	if hasCategory(err, model.CategoryInvalidOutput) {
+		fmt.Fprintf(c.env.Stderr, "lm: servers ask: the limit of %d calls is reached and the model gave no summary; the answer is the last result\n", c.maxSteps)
+		last := c.out.Steps[len(c.out.Steps)-1]
+		c.out.Answer = outcomeText(last.Proposal.Tool, last.Result, last.Error)
+		return c.out, nil
+	}
 	if err != nil {
 		return c.fail(err)
 	}
-	c.out.Answer, c.out.Stopped = p.Answer, StoppedMaxSteps
+	c.out.Answer = p.Answer
 	return c.out, nil
 }
 
@@ -343,9 +384,12 @@ func (c *conversation) fail(err error) (AskOutput, error) {
 	return c.out, nil
 }
 
-func isToolError(err error) bool {
+func isToolError(err error) bool { return hasCategory(err, OutcomeToolError) }
+
+// hasCategory reports whether err is an op error of the category.
+func hasCategory(err error, category string) bool {
 	var e *op.Error
-	return errors.As(err, &e) && e.Category == OutcomeToolError
+	return errors.As(err, &e) && e.Category == category
 }
 
 // systemPrompt tells the model the server's tools and how to answer.

@@ -173,6 +173,28 @@ func TestAskStopsAtMaxStepsWithASummary(t *testing.T) {
 	}
 }
 
+func TestAskAtMaxStepsWithoutASummaryEndsWithTheLastResult(t *testing.T) {
+	bin := everything(t)
+	env := newEnv(t, true)
+	again := `{"action":"call","tool":"echo","arguments":{"message":"again"}}`
+	// One call, then a model that keeps proposing calls through every
+	// attempt of the summary (max_retries 2: three attempts).
+	m := newFakeModel(t, again, again, again, again)
+	m.configure(t, env.Home)
+	out, err := call(t, env, "servers_ask", fmt.Sprintf(`{"command":[%q],"request":"echo forever","yes":true,"max_steps":1}`, bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := out.(agent.AskOutput)
+	if ask.Stopped != agent.StoppedMaxSteps || ask.ExitCode() != 0 || ask.Error != "" || len(ask.Steps) != 1 ||
+		!strings.Contains(ask.Answer, "Echo: again") {
+		t.Fatalf("ask: %s", jsonOf(ask))
+	}
+	if m.count() != 4 {
+		t.Errorf("the model got %d requests, not 4", m.count())
+	}
+}
+
 func TestAskDryRunProposesOnly(t *testing.T) {
 	bin := everything(t)
 	port := freePort(t)

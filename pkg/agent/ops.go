@@ -70,13 +70,15 @@ func Ops() []op.Operation {
 			Name: "servers_ask", Path: []string{"servers", "ask"},
 			Callers: op.Agents, PersonFields: []string{"command", "url", "header", "bearer", "yes"},
 			Summary: "Ask in natural language: the model proposes tool calls, you approve, edit or reject each",
-			Description: "Positional arguments: [SERVER] REQUEST. The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
+			Description: "Positional arguments: [SERVER] REQUEST; a lone REQUEST goes to the configured server when there is only one. It starts with a summary of the server on stderr " +
+				"(name, version, tools and a few example requests). The configured model ([model] in $LM_HOME/config.toml, or LM_MODEL and " +
 				"LM_MODEL_URL) sees the server's tools and proposes one call at a time; a proposal naming an unknown tool or with " +
 				"arguments its schema rejects is sent back to the model with the reason and never shown as runnable. On a terminal " +
 				"each call is shown in full and you answer y (run it), e (edit the arguments in $EDITOR, checked again), a (run it " +
 				"and the rest of this request's calls) or n (reject it, which ends the request). --yes runs every call unasked " +
 				"(recorded as auto); --dry-run only shows the first proposal. With no terminal and neither flag, nothing runs " +
-				"(exit 5). After each result the model may propose a follow-up, until it answers or --max-steps calls ran. " +
+				"(exit 5). After each result the model may propose a follow-up, until it answers or --max-steps calls ran (stopped: max_steps, " +
+				"exit 0, with the model's summary or else the last result). " +
 				"The output lists each step (proposal, approval, result) and the model's answer. Over MCP or HTTP servers_ask " +
 				"only proposes (dry_run must be true): it never runs a call a person has not approved. " + targetHelp,
 			Examples: "lm servers ask everything 'add 2 and 40'\n" +

@@ -204,6 +204,11 @@ func (s *Session) connect(ctx context.Context) error {
 	if s.target.stdio() {
 		err = s.dial(ctx, "stdio")
 	} else if err = s.dial(ctx, "streamable-http"); err != nil && !refused(err) && !unauthorized(err) && ctx.Err() == nil {
+		// A stream that is not MCP's would keep the SSE transport waiting
+		// for an endpoint event until the timeout.
+		if notMCP := webClientStream(ctx, s.target); notMCP != nil {
+			return notMCP
+		}
 		if sseErr := s.dial(ctx, "sse"); sseErr == nil {
 			err = nil
 		} else {
@@ -211,11 +216,11 @@ func (s *Session) connect(ctx context.Context) error {
 		}
 	}
 	if unauthorized(err) {
-		return op.Errorf(op.KindDenied, "%s refused the connection: %w", s.target, err).WithCategory("unauthorized").
+		return op.Errorf(op.KindDenied, "%s refused the connection: %w", s.target, tidy(err)).WithCategory("unauthorized").
 			WithHint("send the server's token with --bearer TOKEN (or $%s), or its header with --header 'NAME: VALUE'", TokenEnv)
 	}
 	if err != nil {
-		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, err).
+		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, tidy(err)).
 			WithHint("check that the server runs and speaks MCP; a stdio server must write only JSON-RPC on stdout")
 	}
 	s.state(StateConnected, fmt.Sprintf("%s %s over %s, protocol %s", s.init.ServerInfo.Name, s.init.ServerInfo.Version, s.transport, s.init.ProtocolVersion))
@@ -321,16 +326,16 @@ func (s *Session) attempt(ctx context.Context, fn func(context.Context, *client.
 	if err == nil || !connectionLost(err) || ctx.Err() != nil {
 		return err
 	}
-	s.state(StateDisconnected, err.Error())
+	s.state(StateDisconnected, tidy(err).Error())
 	if s.target.stdio() {
-		return op.Errorf(op.KindUnavailable, "the server %s stopped: %w", s.target, err).
+		return op.Errorf(op.KindUnavailable, "the server %s stopped: %w", s.target, tidy(err)).
 			WithHint("run the command by itself to see why it exits")
 	}
 	if err := s.reconnect(ctx, c); err != nil {
 		return err
 	}
 	if !retry(err) {
-		return op.Errorf(op.KindUnavailable, "the connection to %s dropped during the call, which may or may not have run: %w", s.target, err).
+		return op.Errorf(op.KindUnavailable, "the connection to %s dropped during the call, which may or may not have run: %w", s.target, tidy(err)).
 			WithHint("the session is reconnected; check the server's state before running it again")
 	}
 	c, dropped, err = s.live(ctx)
@@ -474,3 +479,23 @@ func undelivered(err error) bool {
 func refused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
+
+// tidied is a transport error whose message says each step once: mcp-go
+// wraps some errors twice ("failed to send request: failed to send
+// request: …").
+type tidied struct{ err error }
+
+func tidy(err error) error { return tidied{err} }
+
+func (t tidied) Error() string {
+	parts := strings.Split(t.err.Error(), ": ")
+	out := parts[:1]
+	for _, p := range parts[1:] {
+		if p != out[len(out)-1] {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ": ")
+}
+
+func (t tidied) Unwrap() error { return t.err }

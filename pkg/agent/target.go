@@ -78,6 +78,23 @@ var Lookup = func(ctx context.Context, env *op.Env, name string) (Target, error)
 		WithHint("reach a server directly with --url URL or with -- CMD ARGS… at the end of the line")
 }
 
+// Configured lists the configured servers' names, sorted. Like [Lookup],
+// the registry wires in pkg/servers' configuration; this default knows none.
+var Configured = func(ctx context.Context, env *op.Env) ([]string, error) { return nil, nil }
+
+// noServerGiven is the error for a command that names no server, listing
+// the configured ones a person could name.
+func noServerGiven(ctx context.Context, env *op.Env) error {
+	hint := "name a configured server, or use --url URL or -- CMD ARGS… at the end of the line"
+	if names, err := Configured(ctx, env); err == nil && len(names) > 0 {
+		hint = "name a configured server (" + strings.Join(names, ", ") + "), or use --url URL or -- CMD ARGS… at the end of the line"
+	}
+	return op.Errorf(op.KindInvalid, "no server given").WithHint("%s", hint)
+}
+
+// given reports whether the input names a server in any of its ways.
+func (in TargetInput) given() bool { return in.Server != "" || in.URL != "" || len(in.Command) > 0 }
+
 // TargetInput are the fields every command that talks to a server shares.
 type TargetInput struct {
 	Server  string   `json:"server,omitempty" jsonschema:"a configured server's name"`
@@ -114,8 +131,7 @@ func (in TargetInput) target(ctx context.Context, env *op.Env) (Target, error) {
 	}
 	switch {
 	case n == 0:
-		return Target{}, op.Errorf(op.KindInvalid, "no server given").
-			WithHint("name a configured server, or use --url URL or -- CMD ARGS… at the end of the line")
+		return Target{}, noServerGiven(ctx, env)
 	case n > 1:
 		return Target{}, op.Errorf(op.KindInvalid, "give one server: a name, --url or -- CMD, not several")
 	case len(in.Command) > 0:

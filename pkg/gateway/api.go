@@ -33,6 +33,12 @@ type route struct {
 	person bool
 }
 
+// notInBody are the operation's fields a route's body does not take: those
+// its path gives and those of the command line only.
+func (rt route) notInBody(o op.Operation) []string {
+	return append(wildcards(rt.path), o.Info().CLIFields...)
+}
+
 // apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
 // reordering the pending queue; and the MCP client behind the page's Ask
 // view, which reaches configured servers (or URLs) only: a stdio command is
@@ -47,7 +53,7 @@ var apiRoutes = []route{
 	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
 	{method: "POST", path: "/api/instructions/{id}/requeue", tool: "queue_requeue", summary: "Put a consumed instruction back at the head of the queue (409 while pending)", status: 200},
 	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
-	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings", status: 200, body: true},
+	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true},
 	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
 	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
 	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},

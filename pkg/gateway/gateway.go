@@ -7,7 +7,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/gateway/token"
@@ -108,6 +106,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Env.Started.IsZero() {
 		opts.Env.Started = time.Now()
 	}
+	opts.Env.Stderr = logLines{opts.Log}
 	switch {
 	case opts.NoToken && opts.Token != "":
 		return nil, op.Errorf(op.KindInvalid, "gateway: a token and no token at once").WithHint("pass a token or --no-token, not both")
@@ -132,7 +131,7 @@ func New(opts Options) (*Server, error) {
 	// beside lm's own, and tells clients when they come and go.
 	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
-		server.WithHooks(toolCallLog(opts.Log)))
+		server.WithHooks(mcpx.CallLog(opts.Log)))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: build MCP server: %w", err)
 	}
@@ -174,6 +173,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
 	}
 	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
+	s.askThreadRoutes(mux, page)
 	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
@@ -323,32 +323,6 @@ func (s *Server) listenControl() (net.Listener, error) {
 		return nil, fmt.Errorf("gateway: control socket: %w", err)
 	}
 	return ln, nil
-}
-
-// toolCallLog logs each tool call served over /mcp; for get_user_request
-// also the agent, how long it waited and what it got (spec 000 §7).
-func toolCallLog(log *slog.Logger) *server.Hooks {
-	hooks := &server.Hooks{}
-	hooks.AddAfterCallTool(func(ctx context.Context, id any, req *mcp.CallToolRequest, result any) {
-		attrs := []any{"tool", req.Params.Name}
-		res, ok := result.(*mcp.CallToolResult)
-		if ok {
-			attrs = append(attrs, "error", res.IsError)
-		}
-		if req.Params.Name == "get_user_request" && ok && !res.IsError {
-			var out struct {
-				ResultType string  `json:"result_type"`
-				Waited     float64 `json:"waited_seconds"`
-			}
-			if raw, err := json.Marshal(res.StructuredContent); err == nil {
-				json.Unmarshal(raw, &out)
-			}
-			agent, _ := req.GetArguments()["agent_id"].(string)
-			attrs = append(attrs, "agent_id", agent, "result_type", out.ResultType, "waited_seconds", out.Waited)
-		}
-		log.Info("tool call", attrs...)
-	})
-	return hooks
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -736,3 +736,60 @@ func TestStalledRequestsTimeOut(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP client names an instruction by its whole id: a prefix, which lm's
+// command line accepts, must not delete (or show, edit, move) the one it
+// happens to match.
+func TestAPIMatchesInstructionIDsWhole(t *testing.T) {
+	g := start(t, gateway.Options{})
+	_, body := g.do("POST", "/api/instructions", `{"content": "keep me"}`)
+	id := body["item"].(map[string]any)["id"].(string)
+	prefix := id[:7]
+	for _, c := range []struct{ method, path, body string }{
+		{"DELETE", "/api/instructions/" + prefix, ""},
+		{"GET", "/api/instructions/" + prefix, ""},
+		{"PATCH", "/api/instructions/" + prefix, `{"content": "changed"}`},
+		{"POST", "/api/instructions/" + prefix + "/move", `{"to": 1}`},
+	} {
+		if code, env := g.do(c.method, c.path, c.body); code != 404 || env["error_category"] != "not_found" {
+			t.Errorf("%s %s = %d %v, want 404 not_found", c.method, c.path, code, env)
+		}
+	}
+	if code, body := g.do("GET", "/api/instructions/"+strings.ToLower(id), ""); code != 200 || body["item"].(map[string]any)["content"] != "keep me" {
+		t.Errorf("GET the whole id = %d %v, want the instruction untouched", code, body)
+	}
+	// The command line keeps its convenience.
+	if out := g.lm("queue", "show", prefix, "-r", "--jq", ".item.content"); out != "keep me\n" {
+		t.Errorf("lm queue show PREFIX = %q", out)
+	}
+}
+
+// PATCH /api/config takes spec 000's nullable default_empty_response (null
+// clears it, so an empty wait gives result_type empty) and names only the
+// fields HTTP takes when one is unknown.
+func TestAPIConfigNullAndFields(t *testing.T) {
+	g := start(t, gateway.Options{})
+	if code, cfg := g.do("PATCH", "/api/config", `{"default_empty_response": "come back later"}`); code != 200 || cfg["default_empty_response"] != "come back later" {
+		t.Fatalf("PATCH a text = %d %v", code, cfg)
+	}
+	if code, cfg := g.do("PATCH", "/api/config", `{"default_wait_seconds": 0}`); code != 200 || cfg["default_empty_response"] != "come back later" {
+		t.Fatalf("PATCH without the field changed it: %d %v", code, cfg)
+	}
+	if code, cfg := g.do("PATCH", "/api/config", `{"default_empty_response": null}`); code != 200 || cfg["default_empty_response"] != "" {
+		t.Fatalf("PATCH null = %d %v, want it cleared", code, cfg)
+	}
+	if out := g.lm("queue", "next", "--agent-id", "tester", "-r", "--jq", ".result_type"); out != "empty\n" {
+		t.Errorf("an empty wait after clearing gave %q, want result_type empty", out)
+	}
+	for _, body := range []string{`{"colour": "red"}`, `{"assign": ["default_wait_seconds=3"]}`} {
+		code, env := g.do("PATCH", "/api/config", body)
+		hint, _ := env["suggestion"].(string)
+		if code != 422 || !strings.Contains(hint, "accepted fields: agent_stale_after_seconds, default_empty_response, default_wait_seconds") ||
+			strings.Contains(hint, "assign") {
+			t.Errorf("PATCH %s = %d %v, want 422 listing the HTTP fields only", body, code, env)
+		}
+	}
+	if _, cfg := g.do("GET", "/api/config", ""); cfg["default_wait_seconds"] != 0.0 {
+		t.Errorf("a refused PATCH changed the settings: %v", cfg)
+	}
+}

@@ -373,3 +373,57 @@ func TestLogTellsLifecycleAndCalls(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// The log credits a get_user_request without agent_id to the agent the
+// queue credited it to (the name its token proves), not to the empty
+// argument, and
+// what operations say for a terminal (a warning) joins the JSON log as a
+// record of its own, never as a plain-text line.
+func TestLogIsJSONAndNamesTheResolvedAgent(t *testing.T) {
+	log := &syncBuffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewJSONHandler(log, nil)), Sessions: mcpx.Sessions{Stateful: true}})
+	g.do("POST", "/api/instructions", `{"content": "for a nameless call"}`)
+	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.agentHeaders("token-agent")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.LATEST_LEGACY_PROTOCOL_VERSION, ClientInfo: mcp.Implementation{Name: "named-client", Version: "1"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "get_user_request"}}); err != nil || res.IsError {
+		t.Fatalf("get_user_request: %v %+v", err, res)
+	}
+	_, st := g.do("GET", "/api/status", "")
+	credited := st["agent"].(map[string]any)["agent_id"]
+	if credited != "token-agent" {
+		t.Fatalf("the queue credited %v, want the name the agent's token proves", credited)
+	}
+	if code, body := g.do("PATCH", "/api/config", `{"default_wait_seconds": 120}`); code != 200 || body["warnings"] == nil {
+		t.Fatalf("PATCH a long wait = %d %v, want a warning in the answer", code, body)
+	}
+
+	var call, warning map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(log.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %q", line)
+		}
+		if rec["msg"] == "tool call" && rec["tool"] == "get_user_request" {
+			call = rec
+		}
+		if msg, _ := rec["msg"].(string); strings.HasPrefix(msg, "default_wait_seconds is 120") {
+			warning = rec
+		}
+	}
+	if call == nil || call["agent_id"] != credited || call["result_type"] != "instruction" {
+		t.Errorf("the tool call record: %v, want agent_id %v", call, credited)
+	}
+	if warning == nil || warning["level"] != "WARN" {
+		t.Errorf("the settings warning is not a WARN record of the log:\n%s", log.String())
+	}
+}

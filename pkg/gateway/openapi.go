@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"html/template"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -59,7 +58,7 @@ func (s *Server) openAPIDocument() map[string]any {
 			responses["409"] = errorResponse("the instruction was already consumed")
 		}
 		if rt.body {
-			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(withoutFields(in, wildcards(rt.path)))}
+			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.WithoutFields(in, rt.notInBody(o)))}
 		} else {
 			for _, name := range op.FieldNames(in) {
 				if !slices.Contains(wildcards(rt.path), name) {
@@ -113,18 +112,6 @@ func jsonContent(schema *jsonschema.Schema) map[string]any {
 	return map[string]any{"application/json": map[string]any{"schema": schema}}
 }
 
-// withoutFields is schema minus the named properties (those taken from the
-// path rather than the body).
-func withoutFields(schema *jsonschema.Schema, names []string) *jsonschema.Schema {
-	c := *schema
-	c.Properties = maps.Clone(schema.Properties)
-	for _, n := range names {
-		delete(c.Properties, n)
-	}
-	c.Required = slices.DeleteFunc(slices.Clone(schema.Required), func(r string) bool { return slices.Contains(names, r) })
-	return &c
-}
-
 var docsPage = template.Must(template.New("docs").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>lm gateway — API</title><link rel="stylesheet" href="/assets/app.css"></head>
@@ -150,7 +137,7 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range apiRoutes {
 		o := s.ops[rt.tool]
 		e := entry{Method: rt.method, Path: rt.path, Summary: rt.summary, Tool: rt.tool, CLI: strings.Join(o.Info().Path, " "), Status: rt.status,
-			Input: indent(withoutFields(o.InputSchema(), wildcards(rt.path)))}
+			Input: indent(op.WithoutFields(o.InputSchema(), rt.notInBody(o)))}
 		if rt.status != http.StatusNoContent {
 			e.Output = indent(o.OutputSchema())
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/enhance"
 )
@@ -33,7 +34,7 @@ func schemaOf[T any]() *jsonschema.Schema {
 // otherRoutes is built on first use: reflecting the types costs start-up
 // time every lm command would pay.
 func otherRoutes() []otherRoute {
-	status, health := schemaOf[servers.Status](), schemaOf[servers.Health]()
+	status, health, thread := schemaOf[servers.Status](), schemaOf[servers.Health](), schemaOf[agent.Thread]()
 	return []otherRoute{
 		{method: "GET", path: "/health", summary: "Every configured MCP server's state; status is degraded when an enabled auto-start server is not healthy", status: 200, out: health},
 		{method: "GET", path: "/health/{server}", summary: "One server's state; 503 when it is not healthy", status: 200, out: status},
@@ -49,6 +50,9 @@ func otherRoutes() []otherRoute {
 		{method: "GET", path: "/cache", summary: "The response cache's statistics", status: 200, out: schemaOf[servers.CacheStats]()},
 		{method: "DELETE", path: "/cache", summary: "Empty the response cache", status: 200, out: schemaOf[servers.CacheStats]()},
 		{method: "POST", path: "/ollama/enhance", summary: "Enhance a prompt by the rules for the X-Client-Name header's client; the original comes back unchanged when the model is down", status: 200, in: schemaOf[enhance.Request](), out: schemaOf[enhance.Result]()},
+		{method: "GET", path: "/api/ask/thread/{session}", summary: "The Ask view's conversation for a page session: {turns, updated_at}", status: 200, out: thread},
+		{method: "PUT", path: "/api/ask/thread/{session}", summary: "Replace a page session's Ask conversation with {\"turns\": [objects]}; the oldest turns beyond 1 MiB are dropped (dropped counts them)", status: 200, out: thread},
+		{method: "DELETE", path: "/api/ask/thread/{session}", summary: "Clear a page session's Ask conversation", status: 204},
 		{method: "GET", path: "/info", summary: "Spec 002: the server's name, version and endpoints", status: 200},
 		{method: "GET", path: "/tools", summary: "Spec 002: every tool the gateway serves, with its parameters' schema", status: 200},
 		{method: "GET", path: "/sse", summary: "Spec 002: a stream that opens with a connected event carrying the clientId, then tool_result events", status: 200, stream: true},

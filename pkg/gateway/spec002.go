@@ -102,7 +102,7 @@ func (s *Server) spec002Tools(w http.ResponseWriter, r *http.Request) {
 	for _, o := range s.served(r) {
 		m := o.Info()
 		tools = append(tools, map[string]any{
-			"name": m.Name, "description": m.Summary, "parameters": o.InputSchema(),
+			"name": m.Name, "description": m.Summary, "parameters": op.WithoutFields(o.InputSchema(), m.CLIFields),
 			"readOnly": m.Effect == op.ReadOnly, "destructive": m.Effect == op.Destructive,
 		})
 	}

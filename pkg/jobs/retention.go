@@ -29,18 +29,18 @@ type retention struct {
 	finished int
 }
 
-// table is the [jobs] table of config.toml: one struct, since the table is
+// settingsTable is the [jobs] table of config.toml: one struct, since the table is
 // read strictly and each reader must know every key.
-type table struct {
+type settingsTable struct {
 	MaxRunning   int    `toml:"max_running"`
 	KeepFor      string `toml:"keep_for"`
 	KeepFinished *int   `toml:"keep_finished"`
 }
 
-func settingsOf(home string) (table, error) {
-	t := table{MaxRunning: DefaultMaxRunning}
+func settingsOf(home string) (settingsTable, error) {
+	t := settingsTable{MaxRunning: DefaultMaxRunning}
 	if err := config.Table(home, "jobs", &t); err != nil {
-		return table{}, op.Errorf(op.KindInvalid, "%v", err).
+		return settingsTable{}, op.Errorf(op.KindInvalid, "%v", err).
 			WithHint("[jobs] takes max_running (jobs that run at once), keep_for (a duration such as 7d) and keep_finished (a number of jobs)")
 	}
 	return t, nil

@@ -147,7 +147,7 @@ func Groups(ops []op.Operation) []string {
 // Tool describes an operation as an MCP tool.
 func Tool(o op.Operation) (mcp.Tool, error) {
 	m := o.Info()
-	in, err := json.Marshal(o.InputSchema())
+	in, err := json.Marshal(op.WithoutFields(o.InputSchema(), m.CLIFields))
 	if err != nil {
 		return mcp.Tool{}, fmt.Errorf("tool %s: input schema: %w", m.Name, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -91,6 +92,10 @@ type Meta struct {
 	// agent setting one is refused unless the face's grant names
 	// "TOOL.FIELD".
 	PersonFields []string
+	// CLIFields are input fields only lm's command line sets (words such
+	// as KEY=VALUE that its typed fields already cover): MCP and HTTP
+	// neither list nor take them.
+	CLIFields []string
 }
 
 // Group is the operation's group, the first element of its path.
@@ -351,7 +356,11 @@ func (t *typed[In, Out]) decode(raw json.RawMessage, env *Env) (In, error) {
 	if !ok {
 		return in, Errorf(KindInvalid, "input must be a JSON object, got %s", JSONType(generic))
 	}
-	if err := checkShape(t.in, obj); err != nil {
+	shape := t.in
+	if !env.Caller.Terminal && len(t.meta.CLIFields) > 0 {
+		shape = WithoutFields(t.in, t.meta.CLIFields)
+	}
+	if err := checkShape(shape, obj); err != nil {
 		return in, err
 	}
 	if err := permitFields(t.meta, env.Caller, env.Grant, obj, t.in); err != nil {
@@ -436,6 +445,18 @@ func FieldNames(s *jsonschema.Schema) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// WithoutFields is an object schema less the named properties: those a
+// face takes elsewhere (an HTTP path) or not at all (CLIFields).
+func WithoutFields(schema *jsonschema.Schema, names []string) *jsonschema.Schema {
+	c := *schema
+	c.Properties = maps.Clone(schema.Properties)
+	for _, n := range names {
+		delete(c.Properties, n)
+	}
+	c.Required = slices.DeleteFunc(slices.Clone(schema.Required), func(r string) bool { return slices.Contains(names, r) })
+	return &c
 }
 
 // SchemaTypes returns the JSON types a schema accepts ("string", "integer",

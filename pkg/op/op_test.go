@@ -82,6 +82,25 @@ func TestUnknownFieldHintListsAccepted(t *testing.T) {
 	}
 }
 
+// A command-line field is the command line's: other faces neither take it
+// nor name it among the accepted fields.
+func TestCLIFieldsAreTheCommandLines(t *testing.T) {
+	o := New(Meta{Name: "greet", Path: []string{"demo", "greet"}, Summary: "Greet", Callers: Anyone, CLIFields: []string{"tags"}},
+		func(_ context.Context, _ *Env, in greetIn) (greetOut, error) {
+			return greetOut{Text: strings.Join(in.Tags, ",")}, nil
+		})
+	input := json.RawMessage(`{"name":"x","tags":["a"]}`)
+	if out, err := o.Call(context.Background(), &Env{Caller: Person()}, input); err != nil || out.(greetOut).Text != "a" {
+		t.Fatalf("on the command line: %v %v", out, err)
+	}
+	for _, c := range []Caller{{Role: RolePerson}, {Role: RoleAgent}} {
+		_, err := o.Call(context.Background(), &Env{Caller: c}, input)
+		if env := EnvelopeOf(err); env.Error != `unknown field "tags"` || env.Suggestion != "accepted fields: mood, name, times" {
+			t.Errorf("as %v off the command line: %+v", c.Role, env)
+		}
+	}
+}
+
 func TestNewPanicsOnBadDefinitions(t *testing.T) {
 	defer func() {
 		if recover() == nil {

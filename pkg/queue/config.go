@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,8 +18,28 @@ import (
 type ConfigInput struct {
 	Assign                 []string `json:"assign,omitempty" jsonschema:"KEY to show a setting or KEY=VALUE to set it"`
 	DefaultWaitSeconds     *int     `json:"default_wait_seconds,omitempty" jsonschema:"seconds get_user_request waits (0-86400)"`
-	DefaultEmptyResponse   *string  `json:"default_empty_response,omitempty" jsonschema:"text returned when the wait ends empty"`
+	DefaultEmptyResponse   *string  `json:"default_empty_response,omitempty" jsonschema:"text returned when the wait ends empty; null or empty text clears it, so such a wait gives result_type empty"`
 	AgentStaleAfterSeconds *int     `json:"agent_stale_after_seconds,omitempty" jsonschema:"seconds after which an agent shows idle (1-86400)"`
+
+	// clearEmptyResponse records "default_empty_response": null, which
+	// spec 000 allows: the setting has no text, unlike a field left out.
+	clearEmptyResponse bool
+}
+
+// UnmarshalJSON tells "default_empty_response": null (clear the setting)
+// from the field left out (keep it), which a pointer alone cannot.
+func (in *ConfigInput) UnmarshalJSON(data []byte) error {
+	type fields ConfigInput
+	if err := json.Unmarshal(data, (*fields)(in)); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	v, set := raw["default_empty_response"]
+	in.clearEmptyResponse = set && string(bytes.TrimSpace(v)) == "null"
+	return nil
 }
 
 // ConfigOutput holds the requested settings (all of them unless some were
@@ -42,6 +64,9 @@ func (*ConfigInput) RefineSchema(s *jsonschema.Schema) {
 // Validate parses KEY=VALUE pairs into the typed fields and checks bounds,
 // so nothing is written unless every value is acceptable.
 func (in *ConfigInput) Validate() error {
+	if in.clearEmptyResponse {
+		in.DefaultEmptyResponse = new(string)
+	}
 	for _, a := range in.Assign {
 		key, value, isSet := strings.Cut(a, "=")
 		key = strings.TrimSpace(key)
@@ -138,6 +163,45 @@ func shownKeys(assign []string) map[string]bool {
 		}
 	}
 	return shown
+}
+
+// The environment variables that seed a new store's settings, for
+// containers and CI where nobody opens the page to set them.
+const (
+	EnvWaitSeconds       = "LM_DEFAULT_WAIT_SECONDS"
+	EnvEmptyResponse     = "LM_DEFAULT_EMPTY_RESPONSE"
+	EnvStaleAfterSeconds = "LM_AGENT_STALE_AFTER_SECONDS"
+)
+
+// seededSettings are the settings a store starts with: the defaults, with
+// any of the three variables set in the environment instead (an empty
+// number is unset; an empty text is no text). A value out of bounds is an
+// error naming the variable, not a silent default.
+func seededSettings(env *op.Env) (Settings, error) {
+	s := defaultSettings()
+	for _, v := range []struct {
+		name     string
+		into     *int
+		min, max int
+	}{
+		{EnvWaitSeconds, &s.DefaultWaitSeconds, 0, MaxWaitSeconds},
+		{EnvStaleAfterSeconds, &s.AgentStaleAfterSeconds, 1, MaxWaitSeconds},
+	} {
+		raw := env.Getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil || n < v.min || n > v.max {
+			return s, op.Errorf(op.KindInvalid, "%s=%q: the queue's settings need a whole number of seconds from %d to %d", v.name, raw, v.min, v.max).
+				WithHint("fix or unset %s; it seeds the settings of a store that has none yet", v.name)
+		}
+		*v.into = n
+	}
+	if text, set := env.LookupEnv(EnvEmptyResponse); set {
+		s.DefaultEmptyResponse = text
+	}
+	return s, nil
 }
 
 // CurrentSettings returns the current settings.

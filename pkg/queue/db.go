@@ -70,7 +70,9 @@ const orderStep = 1 << 20
 type tx struct {
 	*bolt.Tx
 	now time.Time
-	err error
+	// seed are the settings of a store that has none stored yet.
+	seed Settings
+	err  error
 }
 
 // fail remembers the first damaged record met.
@@ -109,7 +111,7 @@ func (t *tx) addCounter(key []byte, delta int) error {
 }
 
 func (t *tx) settings() Settings {
-	s := defaultSettings()
+	s := t.seed
 	v, ok, err := metaBucket.Get(t.Tx, kSettings)
 	if err != nil {
 		t.fail(err)
@@ -118,6 +120,11 @@ func (t *tx) settings() Settings {
 		json.Unmarshal(v, &s) // decodeMeta checked it
 	}
 	return s
+}
+
+func (t *tx) hasSettings() bool {
+	b := t.bucket(bMeta)
+	return b != nil && b.Get(kSettings) != nil
 }
 
 func (t *tx) putSettings(s Settings) error {
@@ -140,16 +147,23 @@ func (t *tx) put(r record) error {
 	return itemsBucket.Put(t.Tx, []byte(r.ID), r)
 }
 
-// resolve finds the instruction an id names: whole, a unique prefix, a
-// pending position, or a unique tail (what tables show, "…M1N2", for ids
-// made in one burst, which share most of their characters).
-func (t *tx) resolve(idOrPrefix string) (record, error) {
-	prefix := strings.ToUpper(strings.TrimSpace(idOrPrefix))
+// resolve finds the instruction an id names (case-insensitively, as ULIDs
+// are). When forPerson is set — lm's command line — a unique prefix, a
+// pending position or a unique tail (what tables show, "…M1N2", for ids
+// made in one burst, which share most of their characters) also names one:
+// conveniences for a person typing, never for a program, which could act on
+// an instruction it did not mean.
+func (t *tx) resolve(id string, forPerson bool) (record, error) {
+	prefix := strings.ToUpper(strings.TrimSpace(id))
 	if prefix == "" {
 		return record{}, op.Errorf(op.KindInvalid, "an instruction id is required")
 	}
 	if r, ok := t.get(prefix); ok {
 		return r, nil
+	}
+	if !forPerson {
+		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
+			WithHint("give the whole id, as queue_list (GET /api/instructions) shows it; prefixes and positions are for lm's command line")
 	}
 	tail, tailOnly := cutTailMark(prefix)
 	if n, ok := queuePosition(prefix); ok {
@@ -180,13 +194,13 @@ func (t *tx) resolve(idOrPrefix string) (record, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", idOrPrefix).
+		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
 			WithHint("list ids with: lm queue list --status all")
 	case 1:
 		r, _ := t.get(matches[0])
 		return r, nil
 	default:
-		return record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, idOrPrefix, strings.Join(matches, ", ")).
+		return record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, id, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
 }

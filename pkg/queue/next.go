@@ -43,6 +43,18 @@ func (o NextOutput) ExitCode() int {
 	return op.KindTimeout.ExitCode()
 }
 
+// AgentID is the agent a get_user_request call is credited to: the
+// agent_id it gave, else the name its token proves, else its MCP client's
+// name, else "cli".
+func AgentID(requested, tokenName, client string) string {
+	for _, id := range []string{requested, tokenName, client} {
+		if id != "" {
+			return id
+		}
+	}
+	return "cli"
+}
+
 // progressEvery is how often a waiting call reports progress.
 const progressEvery = 2 * time.Second
 
@@ -62,18 +74,7 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // up to the configured time for one, then answer empty or with the default
 // response. A cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
-	// Whom the call is attributed to: the id the agent gave, else the
-	// name its token proves, else its client's.
-	agent := in.AgentID
-	if agent == "" {
-		agent = env.Caller.Name
-	}
-	if agent == "" {
-		agent = env.Client
-	}
-	if agent == "" {
-		agent = "cli"
-	}
+	agent := AgentID(in.AgentID, env.Caller.Name, env.Client)
 	start := env.Now()
 	current, gen := nextGeneration(agent)
 

@@ -92,6 +92,7 @@ func Ops() []op.Operation {
 			Description: "Settings: default_wait_seconds (0-86400), default_empty_response, agent_stale_after_seconds. KEY shows one, KEY=VALUE sets it.",
 			Examples:    "lm queue config\nlm queue config default_wait_seconds=30\nlm queue config default_empty_response= --jq .",
 			Args:        []string{"assign"},
+			CLIFields:   []string{"assign"},
 			Effect:      op.Mutating, Idempotent: true,
 		}, Config),
 		op.New(op.Meta{

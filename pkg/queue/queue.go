@@ -18,8 +18,18 @@ const MaxContentBytes = 1 << 20
 
 func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 	return env.Store.Update(ctx, func(b *bolt.Tx) error {
-		t := &tx{Tx: b, now: env.Now().UTC()}
-		err := fn(t)
+		t, err := newTx(b, env)
+		if err != nil {
+			return err
+		}
+		if !t.hasSettings() {
+			// The first write to a store keeps the settings it was
+			// started with, so every later process reads the same ones.
+			if err := t.putSettings(t.seed); err != nil {
+				return err
+			}
+		}
+		err = fn(t)
 		if t.err != nil {
 			return t.err
 		}
@@ -32,13 +42,28 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 
 func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 	return env.Store.View(ctx, func(b *bolt.Tx) error {
-		t := &tx{Tx: b, now: env.Now().UTC()}
-		err := fn(t)
+		t, err := newTx(b, env)
+		if err != nil {
+			return err
+		}
+		err = fn(t)
 		if t.err != nil {
 			return t.err
 		}
 		return err
 	})
+}
+
+// newTx wraps a transaction; while the store holds no settings yet, they
+// are the ones seeded from the environment.
+func newTx(b *bolt.Tx, env *op.Env) (*tx, error) {
+	t := &tx{Tx: b, now: env.Now().UTC(), seed: defaultSettings()}
+	if t.hasSettings() {
+		return t, nil
+	}
+	var err error
+	t.seed, err = seededSettings(env)
+	return t, err
 }
 
 // checkContent rejects text no instruction may have.
@@ -168,9 +193,9 @@ func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 	return out, err
 }
 
-// IDInput names one instruction by id or unique id prefix.
+// IDInput names one instruction by id (or unique id prefix on the CLI).
 type IDInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position (1 is next)"`
+	ID string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix, a unique tail or a pending instruction's position also does)"`
 }
 
 // ItemOutput is one instruction.
@@ -182,7 +207,7 @@ type ItemOutput struct {
 func Show(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 	var out ItemOutput
 	err := view(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -199,7 +224,7 @@ func errConsumed(r record, verb string) error {
 
 // EditInput replaces a pending instruction's text.
 type EditInput struct {
-	ID      string `json:"id" jsonschema:"instruction id or a unique prefix of it, or a pending instruction's position"`
+	ID      string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix, a unique tail or a pending instruction's position also does)"`
 	Content string `json:"content" jsonschema:"the new text"`
 }
 
@@ -210,7 +235,7 @@ func (in *EditInput) Validate() error { return checkContent(in.Content) }
 func Edit(ctx context.Context, env *op.Env, in EditInput) (ItemOutput, error) {
 	var out ItemOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -237,7 +262,7 @@ type RemoveOutput struct {
 func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) {
 	var out RemoveOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}
@@ -255,7 +280,7 @@ func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) 
 
 // MoveInput moves a pending instruction to a new place in the queue.
 type MoveInput struct {
-	ID string `json:"id" jsonschema:"instruction id or a unique prefix of it, or its position (1 is next)"`
+	ID string `json:"id" jsonschema:"instruction id (on lm's command line, a unique prefix, a unique tail or a pending instruction's position also does)"`
 	To int    `json:"to" jsonschema:"the new 1-based position among pending instructions"`
 }
 
@@ -263,7 +288,7 @@ type MoveInput struct {
 func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 	var out ListOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}

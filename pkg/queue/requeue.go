@@ -38,7 +38,7 @@ func acknowledge(env *op.Env, id string) {
 func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 	var out ItemOutput
 	err := update(ctx, env, func(t *tx) error {
-		r, err := t.resolve(in.ID)
+		r, err := t.resolve(in.ID, env.Caller.Terminal)
 		if err != nil {
 			return err
 		}

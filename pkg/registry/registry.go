@@ -42,13 +42,20 @@ var Groups = []Group{
 	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
 }
 
+// Subgroups describe the commands inside a group that only hold others,
+// by CLI path.
+var Subgroups = map[string]string{
+	"servers fav":    "Saved tool calls: save one under a name, then list, run or remove them",
+	"servers secret": "The secrets servers reference as ${secret:NAME}: set, list and remove them",
+}
+
 // Commands are the operations that are top-level commands, not groups.
 var Commands = []string{"version"}
 
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
-	agent.Lookup = configuredServer
+	agent.Lookup, agent.Configured = configuredServer, configuredNames
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -122,4 +129,10 @@ func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Targ
 		sort.Strings(t.Env)
 	}
 	return t, nil
+}
+
+// configuredNames lists the servers configured for the hub, for the MCP
+// client's default server and its "no server given" hint.
+func configuredNames(_ context.Context, env *op.Env) ([]string, error) {
+	return servers.Names(env.Home)
 }

@@ -152,8 +152,9 @@ func Ops() []op.Operation {
 			Name: "servers_logs", Path: []string{"servers", "logs"},
 			Callers:     op.PersonOnly,
 			Summary:     "Print a server's stderr as the gateway recorded it",
-			Description: "--follow prints lines as JSON Lines as they are written (CLI only).",
+			Description: "--follow (-f) prints lines as JSON Lines as they are written (CLI only).",
 			Args:        []string{"name"},
+			Aliases:     map[string][]string{"follow": {"f"}},
 			Effect:      op.ReadOnly, Idempotent: true,
 		}, Logs),
 	}
@@ -248,6 +249,15 @@ func Find(ctx context.Context, env *op.Env, name string) (*Server, error) {
 		return nil, op.Errorf(op.KindInvalid, "server %q: %w", name, err)
 	}
 	return r, nil
+}
+
+// Names lists the configured servers' names, sorted.
+func Names(home string) ([]string, error) {
+	cfg, err := loadOp(home)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Names(), nil
 }
 
 func lookup(cfg *Config, home, name string) (*Server, error) {

@@ -266,6 +266,10 @@ function fail(err) {
 }
 
 // ---- actions -------------------------------------------------------------
+// A composer error answers one attempt to queue: typing again or any later
+// action that works makes it stale.
+const clearComposerError = () => { $("composer-error").textContent = ""; };
+
 async function add(e) {
   e.preventDefault();
   const ta = $("composer-text");
@@ -289,6 +293,7 @@ function startEdit(id) { state.editing = id; renderPending(); }
 async function saveEdit(id, content, errEl) {
   try {
     const out = await api("PATCH", `/api/instructions/${id}`, { content });
+    clearComposerError();
     state.editing = null;
     upsert(out.item);
     renderPending();
@@ -316,6 +321,7 @@ async function move(item, to) {
   if (to < 1 || to > count || to === item.position) return;
   try {
     const out = await api("POST", `/api/instructions/${item.id}/move`, { to });
+    clearComposerError();
     out.items.forEach(upsert);
     renderPending();
     document.querySelector(`.strip[data-id="${item.id}"]`)?.focus();
@@ -330,6 +336,7 @@ function remove(item) {
   const next = document.querySelector(`.strip[data-id="${item.id}"]`);
   const focusTarget = next?.nextElementSibling || next?.previousElementSibling;
   state.hidden.add(item.id);
+  clearComposerError();
   renderPending();
   focusTarget?.focus();
   const commit = async () => {
@@ -364,6 +371,7 @@ async function saveSettings(e) {
   };
   try {
     const out = await api("PATCH", "/api/config", body);
+    clearComposerError();
     state.settings = { default_wait_seconds: out.default_wait_seconds, agent_stale_after_seconds: out.agent_stale_after_seconds, default_empty_response: out.default_empty_response };
     renderSettings(true);
     renderAgents();
@@ -524,6 +532,7 @@ showView(false);
 $("rail-host").textContent = location.host;
 $("mcp-url").textContent = `${location.origin}/mcp`;
 $("composer").addEventListener("submit", add);
+$("composer-text").addEventListener("input", clearComposerError);
 $("composer-text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); $("composer").requestSubmit(); }
   if (e.key === "Escape") e.target.blur();

@@ -3,12 +3,14 @@
 // or rejects; an approved call runs (servers_call, recorded as approved)
 // and its result joins the thread. "Ask again with this result" sends the
 // turns so far as servers_ask's previous, so the model reads the follow-up
-// against what ran.
+// against what ran. The thread is kept in the store for this browser's page
+// session, so a reload or a second tab shows it; Clear forgets it.
 import { api, APIError, AuthError } from "./api.js";
 import { $, el } from "./dom.js";
 import { clock } from "./time.js";
 
 const SERVER_KEY = "lm.ask.server";
+const SESSION_KEY = "lm.ask.session";
 const HISTORY_SHOWN = 8;
 const GO_ON = "Go on from this result: propose the next call, or answer my request.";
 const PLACEHOLDER = "Ask in plain words, e.g. “add 40 and 2”…";
@@ -52,12 +54,24 @@ function parseJSON(text) {
 
 const button = (text, className = "btn") => el("button", { type: "button", className, textContent: text });
 
+// session names this browser's Ask thread in the store; tabs share it.
+function session() {
+  let id = localStorage.getItem(SESSION_KEY);
+  if (!id) {
+    id = crypto.randomUUID();
+    localStorage.setItem(SESSION_KEY, id);
+  }
+  return id;
+}
+const threadPath = () => `/api/ask/thread/${encodeURIComponent(session())}`;
+
 export function askView({ onAuth, announce }) {
   const state = {
     loaded: false,   // the server list came
     server: "",      // the chosen server
     connecting: 0,   // the latest tools fetch, so a slow old one is ignored
-    followUp: null,  // {server, previous, tool}: the next request continues these turns
+    followUp: null,  // {server, turn, tool}: the next request continues this turn's chain
+    thread: [],      // the turns shown, as the store keeps them
   };
 
   // ---- servers and their connection --------------------------------------
@@ -145,6 +159,89 @@ export function askView({ onAuth, announce }) {
   }
 
   // ---- the thread --------------------------------------------------------
+  // A turn: {id, server, request, follows (the id of the turn it follows
+  // up, or null), steps: [{proposal, approval, arguments?, result?, error?,
+  // duration_ms?, history_id?}], answer?}.
+
+  // chain is the turns a turn follows up, oldest first: servers_ask's
+  // previous.
+  function chain(turn) {
+    const out = [];
+    for (let id = turn.follows; id;) {
+      const t = state.thread.find((x) => x.id === id);
+      if (!t) break;
+      out.unshift(t);
+      id = t.follows;
+    }
+    return out;
+  }
+
+  // save keeps the thread in the store; a failure costs only the copy a
+  // reload would show, so it is told, not thrown.
+  async function save() {
+    try {
+      await api("PUT", threadPath(), { turns: state.thread });
+    } catch (err) {
+      if (err instanceof AuthError) return onAuth();
+      announce("The conversation could not be saved: a reload will not show its latest turns.");
+    }
+  }
+
+  async function loadThread() {
+    try {
+      const out = await api("GET", threadPath());
+      state.thread = out.turns.filter((t) => t && typeof t.request === "string" && Array.isArray(t.steps));
+      $("ask-thread").replaceChildren(...state.thread.map(restoredTurn));
+      showEmpty();
+    } catch (err) {
+      if (err instanceof AuthError) onAuth();
+    }
+  }
+
+  async function clearThread() {
+    try {
+      await api("DELETE", threadPath());
+    } catch (err) {
+      if (err instanceof AuthError) return onAuth();
+      $("ask-error").textContent = problem(err);
+      return;
+    }
+    state.thread = [];
+    $("ask-thread").replaceChildren();
+    setFollowUp(null);
+    showEmpty();
+    announce("The conversation is cleared.");
+    $("ask-text").focus();
+  }
+
+  function showEmpty() {
+    $("ask-empty").hidden = state.thread.length > 0 || $("ask-thread").children.length > 0;
+    $("ask-clear").hidden = state.thread.length === 0;
+  }
+
+  function turnItem(turn) {
+    return el("li", { className: "turn" },
+      el("div", { className: "bubble you" },
+        el("div", { className: "who" }, turn.follows ? "You, following up · " : "You · ", el("code", { textContent: turn.server })),
+        el("p", { textContent: turn.request })));
+  }
+
+  const answerBubble = (answer) => el("div", { className: "bubble answer" }, el("div", { className: "who", textContent: "Answer" }),
+    el("p", { textContent: answer || "The model had nothing to add." }));
+
+  // restoredTurn shows a kept turn as it was left: settled proposals with
+  // their results, an open one still to approve, the answer.
+  function restoredTurn(turn) {
+    const li = turnItem(turn);
+    for (const step of turn.steps) {
+      li.append(proposalCard(turn, step, turn.server));
+      if (step.error) li.append(resultCard(turn, step, turn.server, null));
+      else if (step.result !== undefined) li.append(resultCard(turn, step, turn.server, step));
+    }
+    if (!turn.steps.length) li.append(answerBubble(turn.answer));
+    return li;
+  }
+
   function setFollowUp(f) {
     state.followUp = f;
     $("ask-followup").hidden = !f;
@@ -161,13 +258,10 @@ export function askView({ onAuth, announce }) {
     const request = ta.value.trim() || (followUp ? GO_ON : "");
     if (!request) { err.textContent = "Write a request first."; ta.focus(); return; }
     const server = state.server;
-    const turn = { request, steps: [], previous: followUp ? followUp.previous : [] };
+    const turn = { id: crypto.randomUUID(), server, request, follows: followUp ? followUp.turn.id : null, steps: [] };
     ta.value = "";
     setFollowUp(null);
-    const li = el("li", { className: "turn" },
-      el("div", { className: "bubble you" },
-        el("div", { className: "who" }, followUp ? "You, following up · " : "You · ", el("code", { textContent: server })),
-        el("p", { textContent: request })));
+    const li = turnItem(turn);
     // Stop abandons the request: the gateway sees it end and stops asking
     // the model.
     const stop = new AbortController();
@@ -182,8 +276,10 @@ export function askView({ onAuth, announce }) {
     const submit = $("ask-submit");
     submit.disabled = true;
     try {
-      const out = await api("POST", "/api/ask", { server, request, dry_run: true, previous: turn.previous.map(sent) }, { signal: stop.signal });
+      const out = await api("POST", "/api/ask", { server, request, dry_run: true, previous: chain(turn).map(sent) }, { signal: stop.signal });
       thinking.remove();
+      state.thread.push(turn);
+      showEmpty();
       if (out.steps.length) {
         const step = { proposal: out.steps[0].proposal, approval: "proposed" };
         turn.steps.push(step);
@@ -193,10 +289,10 @@ export function askView({ onAuth, announce }) {
         announce(`The model proposes ${step.proposal.tool}. y approves, e edits, n rejects.`);
       } else {
         turn.answer = out.answer;
-        li.append(el("div", { className: "bubble answer" }, el("div", { className: "who", textContent: "Answer" }),
-          el("p", { textContent: out.answer || "The model had nothing to add." })));
+        li.append(answerBubble(out.answer));
         announce("The model answered.");
       }
+      save();
     } catch (e2) {
       thinking.remove();
       if (e2 instanceof AuthError) { onAuth(); return; }
@@ -288,6 +384,7 @@ export function askView({ onAuth, announce }) {
     const settle = (verdict, ran) => {
       step.approval = verdict;
       if (verdict === "edited") step.arguments = ran;
+      else delete step.arguments;
       const tag = el("span", { className: "tag", textContent: verdict });
       tag.dataset.tone = verdict === "rejected" ? "idle" : "ok";
       card.querySelector(".card-head").append(tag);
@@ -306,9 +403,10 @@ export function askView({ onAuth, announce }) {
       try {
         const out = await api("POST", "/api/call", { server, tool: p.tool, arguments: ran }, { signal: running.signal });
         settle(editing && pretty(ran) !== pretty(p.arguments) ? "edited" : "approved", ran);
-        step.result = out.result;
+        Object.assign(step, { result: out.result, duration_ms: out.duration_ms, history_id: out.history_id });
         card.after(resultCard(turn, step, server, out));
         announce(`${p.tool} ran.`);
+        save();
       } catch (err) {
         busy(false);
         if (err instanceof AuthError) { onAuth(); return; }
@@ -321,6 +419,7 @@ export function askView({ onAuth, announce }) {
           step.error = err.message;
           card.after(resultCard(turn, step, server, null));
           announce(`${p.tool} reported an error.`);
+          save();
         } else {
           // Nothing ran (invalid arguments, the server unreachable): the
           // call stays open to fix or approve again.
@@ -335,8 +434,9 @@ export function askView({ onAuth, announce }) {
     edit.onclick = () => setEditing(!editing);
     reject.onclick = () => {
       settle("rejected", null);
-      card.append(el("p", { className: "note", textContent: "Rejected: nothing ran." }));
+      card.append(rejectedNote());
       announce("Rejected: nothing ran.");
+      save();
       $("ask-text").focus();
     };
     editor.onblur = () => { if (editing && editor.value.trim()) args(); };
@@ -351,22 +451,31 @@ export function askView({ onAuth, announce }) {
       const act = { y: run, e: () => setEditing(!editing), n: reject.onclick }[e.key];
       if (act) { e.preventDefault(); e.stopPropagation(); act(); }
     };
+    // A kept step shows as it was settled.
+    if (step.approval === "rejected") {
+      settle("rejected", null);
+      card.append(rejectedNote());
+    } else if (step.approval !== "proposed") {
+      settle(step.approval, step.arguments ?? p.arguments ?? {});
+    }
     return card;
   }
+
+  const rejectedNote = () => el("p", { className: "note", textContent: "Rejected: nothing ran." });
 
   function resultCard(turn, step, server, out) {
     const failed = !out;
     const again = button("Ask again with this result");
     again.onclick = () => {
       choose(server);
-      setFollowUp({ server, previous: [...turn.previous, turn], tool: step.proposal.tool });
+      setFollowUp({ server, turn, tool: step.proposal.tool });
       $("ask-text").focus();
     };
     return el("section", { className: `card result${failed ? " card-error" : ""}` },
       el("div", { className: "card-head" },
         el("h3", { className: "label", textContent: failed ? "The tool reported an error" : "Result" }),
         el("code", { className: "tool", textContent: step.proposal.tool }),
-        out ? el("span", { className: "meta", textContent: `${out.duration_ms} ms · ${out.history_id.slice(-8).toLowerCase()}` }) : null),
+        out?.history_id ? el("span", { className: "meta", textContent: `${out.duration_ms} ms · ${out.history_id.slice(-8).toLowerCase()}` }) : null),
       failed ? el("p", { className: "result-error", textContent: step.error }) : resultBody(out.result),
       el("div", { className: "card-actions" }, again));
   }
@@ -379,12 +488,17 @@ export function askView({ onAuth, announce }) {
   $("ask-server").addEventListener("change", (e) => choose(e.target.value));
   $("ask-retry").addEventListener("click", connect);
   $("ask-followup-clear").addEventListener("click", () => { setFollowUp(null); $("ask-text").focus(); });
+  $("ask-clear").addEventListener("click", clearThread);
   setFollowUp(null);
 
   return {
     // show loads the servers the first time the view is shown, so the
     // desk alone never starts a server's program.
-    show() { if (!state.loaded) loadServers(); },
+    show() {
+      if (state.loaded) return;
+      loadServers();
+      loadThread();
+    },
     focus() { $("ask-text").focus(); },
   };
 }

@@ -1,0 +1,57 @@
+package logfile_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"lmtool.dev/lm/pkg/logfile"
+)
+
+// Writers that share a log (as lm mcp processes do) never interleave or cut
+// a record, and the log with its rotated copy stays within twice the cap.
+func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "mcp.log")
+	const max, writers, records = 2048, 4, 200
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			log := logfile.New(path, max) // a handle of its own, as another process has
+			for i := range records {
+				if _, err := fmt.Fprintf(log, "writer %d record %03d %s\n", w, i, strings.Repeat("x", 40)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := fmt.Fprintln(logfile.New(path, max), "the last record"); err != nil {
+		t.Fatal(err)
+	}
+	record := regexp.MustCompile(`^writer \d record \d{3} x{40}$`)
+	for _, p := range []string{path + ".1", path} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > max {
+			t.Errorf("%s has %d bytes, over the cap of %d", p, len(data), max)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		for i, line := range lines {
+			if !record.MatchString(line) && !(p == path && i == len(lines)-1 && line == "the last record") {
+				t.Errorf("%s line %d is not a whole record: %q", p, i+1, line)
+			}
+		}
+	}
+	if data, _ := os.ReadFile(path); !strings.HasSuffix(string(data), "the last record\n") {
+		t.Errorf("the newest record is not at the end of the log:\n%s", data)
+	}
+}
