@@ -12,7 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
-	"lmtool.dev/lm/pkg/logfile"
+	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -63,7 +63,10 @@ func (a *app) mcpCommand() *ucli.Command {
 			}
 			delivered := &mcpx.Deliveries{}
 			env.AfterReply = delivered.After
-			log := a.mcpLog(cmd.String("log"), env.Home)
+			log, err := a.mcpLog(cmd.String("log"), env.Home)
+			if err != nil {
+				return &commandError{cmd: "mcp", err: err}
+			}
 			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
@@ -79,16 +82,24 @@ func (a *app) mcpCommand() *ucli.Command {
 // mcpLog is where lm mcp logs its tool calls: its stdout is the protocol's,
 // and an MCP client may show its stderr nowhere, so by default a file in
 // LM_HOME that every lm mcp process of this home shares.
-func (a *app) mcpLog(path, home string) *slog.Logger {
+func (a *app) mcpLog(path, home string) (*slog.Logger, error) {
 	var w io.Writer = a.streams.Err
 	if path != "-" {
 		if path == "" {
 			path = filepath.Join(home, "mcp.log")
 		}
-		w = logfile.New(path, logfile.DefaultMax)
+		shared, err := cappedlog.OpenShared(path, mcpLogSize, 1)
+		if err != nil {
+			return nil, err
+		}
+		w = shared
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(slog.NewJSONHandler(w, nil)), nil
 }
+
+// mcpLogSize bounds lm mcp's log and its one rotated copy: a line per tool
+// call, so some thousands of calls.
+const mcpLogSize = 1 << 20
 
 // allowFlag is how the person who starts a face lets its agents do more
 // than the agent profile.

@@ -1,8 +1,9 @@
 // Package cappedlog is a log file bounded in size: when the next write
 // would take it past its limit it is renamed PATH.1 (older copies move to
 // PATH.2 … PATH.N, the oldest dropped) and a fresh file takes its place, so
-// the newest output is always kept in at most (N+1)×limit bytes. lm uses it
-// for the gateway's log and each supervised server's stderr.
+// the newest output is always kept in at most (N+1)×limit bytes. A [Log]
+// has one writing process (the gateway's log, a supervised server's
+// stderr); a [Shared] log has many (one lm mcp per agent).
 package cappedlog
 
 import (
@@ -103,14 +104,23 @@ func (l *Log) rotate() error {
 	if err := l.f.Close(); err != nil {
 		return err
 	}
-	os.Remove(l.path + "." + strconv.Itoa(l.keep))
-	for i := l.keep - 1; i >= 1; i-- {
-		os.Rename(l.path+"."+strconv.Itoa(i), l.path+"."+strconv.Itoa(i+1))
-	}
-	if err := os.Rename(l.path, l.path+".1"); err != nil {
+	if err := rotate(l.path, l.keep); err != nil {
 		return err
 	}
 	return l.open(os.O_TRUNC)
+}
+
+// rotate moves path to path.1, and each older copy one number up, dropping
+// what would pass keep.
+func rotate(path string, keep int) error {
+	os.Remove(path + "." + strconv.Itoa(keep))
+	for i := keep - 1; i >= 1; i-- {
+		os.Rename(path+"."+strconv.Itoa(i), path+"."+strconv.Itoa(i+1))
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		return fmt.Errorf("rotate %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close closes the current file.
@@ -118,4 +128,65 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.f.Close()
+}
+
+// Shared is a capped log that several processes append to. Each Write is
+// one record, appended whole under an exclusive lock on PATH.lock, so
+// records from different processes never interleave and only one process
+// rotates. It opens the file for every record: records are rare, and
+// another process may have rotated the file since.
+type Shared struct {
+	path string
+	max  int64
+	keep int
+}
+
+// OpenShared returns the shared log at path, capped at max bytes with keep
+// rotated copies.
+func OpenShared(path string, max int64, keep int) (*Shared, error) {
+	if max <= 0 || keep < 1 {
+		return nil, fmt.Errorf("log %s: a limit of %d bytes and %d copies cannot hold anything", path, max, keep)
+	}
+	return &Shared{path: path, max: max, keep: keep}, nil
+}
+
+// Write appends p, rotating first when p would take the file past the cap.
+func (l *Shared) Write(p []byte) (int, error) {
+	n := len(p)
+	if int64(len(p)) > l.max {
+		p = p[int64(len(p))-l.max:]
+	}
+	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
+		return 0, fmt.Errorf("create the log directory: %w", err)
+	}
+	lock, err := os.OpenFile(l.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Close() // closing drops the lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return 0, fmt.Errorf("lock %s: %w", l.path, err)
+	}
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if fi.Size() > 0 && fi.Size()+int64(len(p)) > l.max {
+		f.Close()
+		if err := rotate(l.path, l.keep); err != nil {
+			return 0, err
+		}
+		if f, err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := f.Write(p); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

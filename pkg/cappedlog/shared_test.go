@@ -1,4 +1,4 @@
-package logfile_test
+package cappedlog_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"lmtool.dev/lm/pkg/logfile"
+	"lmtool.dev/lm/pkg/cappedlog"
 )
 
 // Writers that share a log (as lm mcp processes do) never interleave or cut
@@ -22,7 +22,11 @@ func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			log := logfile.New(path, max) // a handle of its own, as another process has
+			log, err := cappedlog.OpenShared(path, max, 1) // a handle of its own, as another process has
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			for i := range records {
 				if _, err := fmt.Fprintf(log, "writer %d record %03d %s\n", w, i, strings.Repeat("x", 40)); err != nil {
 					t.Error(err)
@@ -32,7 +36,11 @@ func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if _, err := fmt.Fprintln(logfile.New(path, max), "the last record"); err != nil {
+	last, err := cappedlog.OpenShared(path, max, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintln(last, "the last record"); err != nil {
 		t.Fatal(err)
 	}
 	record := regexp.MustCompile(`^writer \d record \d{3} x{40}$`)
