@@ -113,8 +113,9 @@ func expect(resp *http.Response, err error) error {
 	return nil
 }
 
-// history adds costHistory instructions, consumes them over the gateway's
-// store from the CLI in one batch per thousand, and prunes them.
+// history adds costHistory instructions, has one agent take them all
+// through get_user_request over lm mcp (the claim path agents use, so the
+// freed pages are the real ones), and prunes them.
 func history(lm, dir string) error {
 	var batch strings.Builder
 	for i := range costHistory {
@@ -125,11 +126,14 @@ func history(lm, dir string) error {
 	if err := add.Run(); err != nil {
 		return fmt.Errorf("queue add: %w", err)
 	}
-	for range costHistory + costOps {
-		// queue next is one claim per process: slow, but it is the
-		// claim path agents use, so the freed pages are the real ones.
-		if err := command(dir, lm, "queue", "next", "--agent-id", "history").Run(); err != nil {
-			break // exit 7: the queue is empty
+	agent, err := startSession(command(dir, lm, "mcp"))
+	if err != nil {
+		return err
+	}
+	defer agent.close()
+	for range costHistory {
+		if _, err := agent.call("get_user_request", `{"agent_id":"history"}`); err != nil {
+			return err
 		}
 	}
 	return command(dir, lm, "queue", "prune", "--consumed").Run()

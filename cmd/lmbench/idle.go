@@ -33,22 +33,13 @@ func idleCost(lm string) error {
 	fmt.Println("| waiting path | CPU per minute | bytes written per minute |")
 	fmt.Println("|---|---|---|")
 	for _, w := range waiters() {
-		dir, done := home()
-		pid, stop, err := w.start(lm, dir)
+		cost, err := w.costDuring(lm, func(string) error {
+			time.Sleep(idleWindow)
+			return nil
+		})
 		if err != nil {
-			done()
-			return fmt.Errorf("%s: %w", w.name, err)
+			return err
 		}
-		time.Sleep(time.Second)
-		before, err1 := proc.UsageOf(pid)
-		time.Sleep(idleWindow)
-		after, err2 := proc.UsageOf(pid)
-		stop()
-		done()
-		if err := firstErr(err1, err2); err != nil {
-			return fmt.Errorf("%s: %w", w.name, err)
-		}
-		cost := after.Sub(before)
 		perMinute := time.Minute / idleWindow
 		fmt.Printf("| %s | %s | %d |\n", w.name, ms(cost.CPU*perMinute), cost.Written*int64(perMinute))
 	}
@@ -67,37 +58,25 @@ func followCost(lm string) error {
 	fmt.Println("| follower | CPU per outside commit | × `lm queue watch` |")
 	fmt.Println("|---|---|---|")
 	followers := []waiter{
-		{"`lm queue watch` (reference)", func(lm, dir string) (int, func(), error) {
-			return background(command(dir, lm, "queue", "watch"))
-		}},
-		waiters()[7], // an idle gateway
-		waiters()[9], // a gateway with an /api/events subscriber
+		waiterNamed("`lm queue watch`"),
+		waiterNamed("an idle gateway"),
+		waiterNamed("a gateway with an `/api/events` subscriber"),
 	}
 	var reference time.Duration
 	for i, w := range followers {
-		dir, done := home()
-		pid, stop, err := w.start(lm, dir)
-		if err != nil {
-			done()
-			return fmt.Errorf("%s: %w", w.name, err)
-		}
-		time.Sleep(time.Second)
-		before, err1 := proc.UsageOf(pid)
-		for n := range commits {
-			if err := command(dir, lm, "queue", "add", fmt.Sprintf("commit %d", n)).Run(); err != nil {
-				stop()
-				done()
-				return err
+		cost, err := w.costDuring(lm, func(dir string) error {
+			for n := range commits {
+				if err := command(dir, lm, "queue", "add", fmt.Sprintf("commit %d", n)).Run(); err != nil {
+					return err
+				}
 			}
+			time.Sleep(500 * time.Millisecond)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		time.Sleep(500 * time.Millisecond)
-		after, err2 := proc.UsageOf(pid)
-		stop()
-		done()
-		if err := firstErr(err1, err2); err != nil {
-			return fmt.Errorf("%s: %w", w.name, err)
-		}
-		per := after.Sub(before).CPU / commits
+		per := cost.CPU / commits
 		if i == 0 {
 			reference = per
 		}
@@ -106,13 +85,29 @@ func followCost(lm string) error {
 	return nil
 }
 
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+// costDuring starts the waiting path in a fresh LM_HOME, lets it settle,
+// and returns what its process spent while activity ran there.
+func (w waiter) costDuring(lm string, activity func(dir string) error) (proc.Usage, error) {
+	dir, done := home()
+	defer done()
+	pid, stop, err := w.start(lm, dir)
+	if err != nil {
+		return proc.Usage{}, fmt.Errorf("%s: %w", w.name, err)
 	}
-	return nil
+	defer stop()
+	time.Sleep(time.Second)
+	before, err := proc.UsageOf(pid)
+	if err != nil {
+		return proc.Usage{}, fmt.Errorf("%s: %w", w.name, err)
+	}
+	if err := activity(dir); err != nil {
+		return proc.Usage{}, fmt.Errorf("%s: %w", w.name, err)
+	}
+	after, err := proc.UsageOf(pid)
+	if err != nil {
+		return proc.Usage{}, fmt.Errorf("%s: %w", w.name, err)
+	}
+	return after.Sub(before), nil
 }
 
 // background starts cmd with its output discarded.
