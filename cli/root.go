@@ -21,8 +21,8 @@ func (a *app) root() *ucli.Command {
 	root := &ucli.Command{
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
-		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is JSON " +
-			"(JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
+		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is a JSON document " +
+			"(or JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
 			"and a job's output prints as text (--json, --jq or -o json|table|tsv choose). Colour only on a terminal, " +
 			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
 			"go before `--`: every word after it belongs to the task or program the command runs.\n\n" + ExitStatusText,
