@@ -32,6 +32,12 @@ func condition(cond string) (bool, error) {
 }
 
 func TestMain(m *testing.M) {
+	// make test runs these tests under make, whose variables would reach
+	// the real make of every task the tests run: MAKELEVEL makes it print
+	// "Entering directory", MAKEFLAGS passes make test's own options.
+	for _, v := range []string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKEOVERRIDES"} {
+		os.Unsetenv(v)
+	}
 	lm := func() { os.Exit(cli.Main()) }
 	testscript.Main(m, map[string]func(){
 		"lm":       lm,

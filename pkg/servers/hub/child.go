@@ -370,10 +370,21 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 		}
 		pctx, cancel := context.WithTimeout(ctx, min(probeTimeout, cfg.CallTimeout()))
 		began := time.Now()
+		// A server that has not answered within degradedAfter is shown
+		// degraded at once, not when the probe finally times out: a
+		// frozen process (SIGSTOP, a deadlock) is no longer "running".
+		overdue := time.AfterFunc(degradedAfter, func() {
+			c.mu.Lock()
+			if c.state == servers.Running {
+				c.setLocked(servers.Degraded)
+			}
+			c.mu.Unlock()
+		})
 		err := liveness.Probe(pctx, cl)
 		if err == nil && n%listEvery == 0 && cl.GetServerCapabilities().Tools != nil {
 			_, err = cl.ListTools(pctx, mcp.ListToolsRequest{})
 		}
+		overdue.Stop()
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,10 +125,30 @@ func TestSlowProbeAnswersAreDegraded(t *testing.T) {
 	h, _ := startHub(t, `{"mcpServers": {"slow": {`+childServer(t, "slow-ping", nil)+`, "health_check_interval": 0.1}}}`)
 	h.child("slow").start()
 	awaitState(t, h, "slow", servers.Running, time.Minute)
-	s := awaitState(t, h, "slow", servers.Degraded, 20*time.Second)
+	awaitState(t, h, "slow", servers.Degraded, 20*time.Second)
+	var s servers.Status
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if s = h.child("slow").status(); s.LatencyMS >= 1000 {
+			break
+		}
+	}
 	if !s.Healthy() || s.LatencyMS < 1000 || s.Pid == 0 {
 		t.Fatalf("degraded is slow but serving, with the probe's latency: %+v", s)
 	}
+}
+
+// A frozen server (SIGSTOP) is shown degraded as soon as a probe goes
+// unanswered past degradedAfter, not only once the probe times out.
+func TestFrozenServerIsDegradedAtOnce(t *testing.T) {
+	h, _ := startHub(t, `{"mcpServers": {"frozen": {`+childServer(t, "plain", nil)+`, "health_check_interval": 0.2}}}`)
+	h.child("frozen").start()
+	s := awaitState(t, h, "frozen", servers.Running, time.Minute)
+	if err := syscall.Kill(s.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(s.Pid, syscall.SIGCONT)
+	// Within half the probe's timeout: before the probe could fail.
+	awaitState(t, h, "frozen", servers.Degraded, probeTimeout/2)
 }
 
 func TestStoppingKillsTheWholeProcessGroup(t *testing.T) {
