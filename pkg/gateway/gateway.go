@@ -192,6 +192,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	for _, p := range []string{"/health", "/health/", "/servers", "/servers/", "/cache"} {
 		mux.Handle(p, dashboard)
 	}
+	mux.Handle("GET /health", page(http.HandlerFunc(s.health)))
 	mux.Handle("/mcp/{server}", agents(hub))
 	mux.Handle("/mcp/{server}/{method...}", agents(hub))
 	s.spec002Routes(mux, agents)
@@ -327,4 +328,17 @@ func (s *Server) listenControl() (net.Listener, error) {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "server_time": s.opts.Env.Now().UTC()})
+}
+
+// health is GET /health: every service the gateway runs — the supervised
+// servers, and the model endpoint behind prompt enhancement with its cache.
+// A configured model that does not answer makes the gateway degraded.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	out := s.servers.Health()
+	model, cache := s.enhance.Health(r.Context())
+	out.Model, out.Enhancement = &model, &cache
+	if model.Configured && !model.Reachable {
+		out.Status = "degraded"
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
 	"os/exec"
@@ -791,5 +792,25 @@ func TestAPIConfigNullAndFields(t *testing.T) {
 	}
 	if _, cfg := g.do("GET", "/api/config", ""); cfg["default_wait_seconds"] != 0.0 {
 		t.Errorf("a refused PATCH changed the settings: %v", cfg)
+	}
+}
+
+// GET /health covers every service the gateway runs: the servers, the
+// model behind prompt enhancement (here one that is configured and gone,
+// which makes the gateway degraded) and the enhancement cache.
+func TestHealthCoversTheModelAndTheEnhancementCache(t *testing.T) {
+	home := t.TempDir()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	url := gone.URL
+	gone.Close()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[model]\nprovider = \"ollama\"\nurl = \""+url+"\"\nmodel = \"m\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startIn(t, home, gateway.Options{})
+	code, body := g.do("GET", "/health", "")
+	model, _ := body["model"].(map[string]any)
+	if code != 200 || body["status"] != "degraded" || model["configured"] != true || model["reachable"] != false ||
+		model["error_category"] != "ollama_unavailable" || body["enhancement_cache"] == nil {
+		t.Fatalf("GET /health: %d %v", code, body)
 	}
 }

@@ -36,7 +36,7 @@ func schemaOf[T any]() *jsonschema.Schema {
 func otherRoutes() []otherRoute {
 	status, health, thread := schemaOf[servers.Status](), schemaOf[servers.Health](), schemaOf[agent.Thread]()
 	return []otherRoute{
-		{method: "GET", path: "/health", summary: "Every configured MCP server's state; status is degraded when an enabled auto-start server is not healthy", status: 200, out: health},
+		{method: "GET", path: "/health", summary: "Every service's state: each configured MCP server, the model endpoint behind enhancement and its cache; degraded when an enabled auto-start server is not healthy or a configured model does not answer", status: 200, out: health},
 		{method: "GET", path: "/health/{server}", summary: "One server's state; 503 when it is not healthy", status: 200, out: status},
 		{method: "GET", path: "/servers", summary: "Servers with state, breaker, restarts and last error, and the cache's statistics", status: 200, out: schemaOf[servers.StatusOutput]()},
 		{method: "GET", path: "/servers/{server}", summary: "One server's state", status: 200, out: status},

@@ -26,11 +26,32 @@ func (c *Client) post(ctx context.Context, path string, body, out any) error {
 	if err != nil {
 		return op.Errorf(op.KindInternal, "model: encode request: %w", err)
 	}
-	timeout := time.Duration(c.cfg.Timeout)
+	return c.do(ctx, http.MethodPost, path, payload, time.Duration(c.cfg.Timeout), out)
+}
+
+// Reachable asks the server for its list of models, within timeout: the
+// cheapest request that proves the endpoint answers, without loading a
+// model.
+func (c *Client) Reachable(ctx context.Context, timeout time.Duration) error {
+	path := "/api/tags"
+	if c.cfg.Provider == OpenAI {
+		path = "/models"
+	}
+	var models json.RawMessage
+	return c.do(ctx, http.MethodGet, path, nil, min(timeout, time.Duration(c.cfg.Timeout)), &models)
+}
+
+// do sends one request to the configured URL joined with path and decodes
+// the answer into out, within timeout.
+func (c *Client) do(ctx context.Context, method, path string, payload []byte, timeout time.Duration, out any) error {
 	attemptCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	endpoint := strings.TrimSuffix(c.cfg.URL, "/") + path
-	req, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, endpoint, bytes.NewReader(payload))
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(attemptCtx, method, endpoint, body)
 	if err != nil {
 		return op.Errorf(op.KindInvalid, "model: %v", err)
 	}

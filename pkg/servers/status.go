@@ -82,4 +82,23 @@ type Activity struct {
 type Health struct {
 	Status  string   `json:"status" jsonschema:"ok when every enabled auto-start server is healthy, else degraded"`
 	Servers []Status `json:"servers"`
+	// Model and Enhancement are the other services the gateway runs
+	// (prompt enhancement through the configured model); the control
+	// socket, which serves the hub alone, leaves them out.
+	Model       *ModelHealth `json:"model,omitempty" jsonschema:"the configured model endpoint, asked for its models"`
+	Enhancement *CacheStats  `json:"enhancement_cache,omitempty" jsonschema:"POST /ollama/enhance's cache"`
+}
+
+// ModelHealth is whether the configured model endpoint answers. A model
+// that is not configured is not a failure: enhancement returns prompts
+// unchanged.
+type ModelHealth struct {
+	Configured    bool    `json:"configured"`
+	Provider      string  `json:"provider,omitempty"`
+	Model         string  `json:"model,omitempty"`
+	URL           string  `json:"url,omitempty" jsonschema:"the endpoint, without credentials"`
+	Reachable     bool    `json:"reachable"`
+	LatencyMS     float64 `json:"latency_ms,omitempty"`
+	Error         string  `json:"error,omitempty"`
+	ErrorCategory string  `json:"error_category,omitempty"`
 }

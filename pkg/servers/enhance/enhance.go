@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/cache"
 )
 
@@ -240,6 +242,44 @@ func (e *Enhancer) ask(ctx context.Context, cfg model.Config, name, system, prom
 		return "", resp.TokensUsed, errors.New("the model answered with nothing")
 	}
 	return out, resp.TokensUsed, nil
+}
+
+// healthTimeout bounds the model endpoint's check in /health.
+const healthTimeout = 2 * time.Second
+
+// Health says whether the model endpoint answers, and how the cache does.
+func (e *Enhancer) Health(ctx context.Context) (servers.ModelHealth, servers.CacheStats) {
+	st := e.cache.Stats()
+	stats := servers.CacheStats{Entries: st.Entries, MaxSize: st.MaxSize, TTLSec: st.TTL.Seconds(), Hits: st.Hits, Misses: st.Misses, Evictions: st.Evictions}
+	cfg, err := model.Load(e.home, e.lookupEnv)
+	if err != nil {
+		return servers.ModelHealth{Error: err.Error(), ErrorCategory: op.EnvelopeOf(err).ErrorCategory}, stats
+	}
+	m := servers.ModelHealth{Configured: cfg.Enabled(), Provider: cfg.Provider, Model: cfg.Model, URL: withoutCredentials(cfg.URL)}
+	if !m.Configured {
+		return m, stats
+	}
+	client, err := model.New(cfg)
+	if err == nil {
+		began := time.Now()
+		if err = client.Reachable(ctx, healthTimeout); err == nil {
+			m.Reachable, m.LatencyMS = true, float64(time.Since(began).Microseconds())/1000
+		}
+	}
+	if err != nil {
+		m.Error, m.ErrorCategory = err.Error(), op.EnvelopeOf(err).ErrorCategory
+	}
+	return m, stats
+}
+
+// withoutCredentials drops a URL's user information.
+func withoutCredentials(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User = nil
+	return u.String()
 }
 
 // Handler serves POST /ollama/enhance: the client is named by the

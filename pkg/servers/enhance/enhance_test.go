@@ -1,6 +1,7 @@
 package enhance
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -249,5 +250,45 @@ func TestRulesFileIsCheckedStrictly(t *testing.T) {
 	_, err := New(dir, os.LookupEnv, 10, time.Minute, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), `unknown field "modle"`) || !strings.Contains(err.Error(), FileName) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Health asks the model server for its models (Ollama's /api/tags), and
+// says so when it does not answer; no model configured is not a failure.
+func TestHealthAsksTheModelServer(t *testing.T) {
+	tags := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Path != "/api/tags" {
+			t.Errorf("health asked %s %s", r.Method, r.URL.Path)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"models": []any{}})
+	}))
+	defer tags.Close()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	up, err := New(home(t, tags.URL, ""), os.LookupEnv, 100, time.Minute, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, cache := up.Health(context.Background())
+	if !m.Configured || !m.Reachable || m.Model != "base-model" || m.Error != "" || cache.MaxSize != 100 {
+		t.Fatalf("a server that answers: %+v %+v", m, cache)
+	}
+
+	gone := httptest.NewServer(http.NotFoundHandler())
+	url := gone.URL
+	gone.Close()
+	down, err := New(home(t, url, ""), os.LookupEnv, 100, time.Minute, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := down.Health(context.Background()); m.Reachable || m.ErrorCategory != "ollama_unavailable" {
+		t.Fatalf("a server that is gone: %+v", m)
+	}
+
+	none, err := New(home(t, "", ""), os.LookupEnv, 100, time.Minute, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := none.Health(context.Background()); m.Configured || m.Error != "" {
+		t.Fatalf("no model configured: %+v", m)
 	}
 }

@@ -24,13 +24,7 @@ import (
 func (h *Hub) Handler(sessions mcpx.Sessions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		out := servers.Health{Status: "ok", Servers: h.Statuses()}
-		for _, s := range out.Servers {
-			if s.Enabled && s.AutoStart && !s.Healthy() {
-				out.Status = "degraded"
-			}
-		}
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, h.Health())
 	})
 	mux.HandleFunc("GET /health/{server}", h.withChild(func(w http.ResponseWriter, r *http.Request, c *child) {
 		s := c.status()
@@ -160,6 +154,18 @@ func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
 		h.mu.Unlock()
 		handler.ServeHTTP(w, r)
 	}
+}
+
+// Health is every configured server's state: ok when every enabled
+// auto-start server is healthy, else degraded.
+func (h *Hub) Health() servers.Health {
+	out := servers.Health{Status: "ok", Servers: h.Statuses()}
+	for _, s := range out.Servers {
+		if s.Enabled && s.AutoStart && !s.Healthy() {
+			out.Status = "degraded"
+		}
+	}
+	return out
 }
 
 // pathCall is POST /mcp/{server}/{method...} (POST /mcp/NAME/tools/call):
