@@ -178,8 +178,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 
-	s.mcp = server.NewStreamableHTTPServer(m, append(s.opts.Sessions.Options(m),
-		server.WithHeartbeatInterval(s.opts.KeepAlive))...)
+	s.mcp = s.opts.Sessions.Server(m, server.WithHeartbeatInterval(s.opts.KeepAlive))
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
 	mux.Handle("/mcp", agents(s.mcp))

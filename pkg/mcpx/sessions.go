@@ -2,10 +2,10 @@ package mcpx
 
 import (
 	"container/list"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -35,24 +35,45 @@ type Sessions struct {
 	Max int
 }
 
-// Options are the mcp-go options that implement s for an endpoint serving
-// m. Each call makes a new session table, so every endpoint has its own.
-func (s Sessions) Options(m *server.MCPServer) []server.StreamableHTTPOption {
+// Server is a streamable HTTP endpoint for m that keeps sessions as s says,
+// with mcp-go's further options. Each call makes a new session table, so
+// every endpoint has its own.
+func (s Sessions) Server(m *server.MCPServer, opts ...server.StreamableHTTPOption) *server.StreamableHTTPServer {
 	ttl, max := s.IdleTTL, s.Max
 	if ttl <= 0 {
 		ttl = DefaultSessionIdleTTL
 	}
 	if !s.Stateful {
-		return []server.StreamableHTTPOption{server.WithSessionIdManager(&statelessIDs{}), server.WithSessionIdleTTL(ttl)}
+		return server.NewStreamableHTTPServer(m, append(opts, server.WithSessionIdManager(&statelessIDs{}), server.WithSessionIdleTTL(ttl))...)
 	}
 	if max <= 0 {
 		max = DefaultMaxSessions
 	}
-	return []server.StreamableHTTPOption{
-		server.WithSessionIdManager(newSessionTable(max, m)),
-		server.WithSessionIdleTTL(ttl),
-	}
+	table := newSessionTable(max)
+	endpoint := server.NewStreamableHTTPServer(m, append(opts, server.WithSessionIdManager(table), server.WithSessionIdleTTL(ttl))...)
+	// A session ended to make room is ended as a client's DELETE ends it:
+	// that is the one way to make the transport drop what it holds for the
+	// session, so the limit bounds memory, not only the table.
+	table.evicted = func(id string) { endSession(endpoint, id) }
+	return endpoint
 }
+
+// endSession sends endpoint a DELETE for session id, as its client would.
+func endSession(endpoint http.Handler, id string) {
+	req, err := http.NewRequest(http.MethodDelete, "/mcp", nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set(server.HeaderKeySessionID, id)
+	endpoint.ServeHTTP(discard{header: http.Header{}}, req)
+}
+
+// discard is a response nobody reads.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(p []byte) (int, error) { return len(p), nil }
+func (d discard) WriteHeader(int)             {}
 
 // statelessIDs keeps no sessions, so nothing a restart would lose, yet
 // hands each client a session id at initialize: it tells clients whose
@@ -76,15 +97,18 @@ func (m *statelessIDs) Validate(id string) (isTerminated bool, err error) {
 // most max of them. It forgets an ended session at once: an unknown id and
 // an ended one both get 404, so remembering ended ids would only grow.
 type sessionTable struct {
-	mu     sync.Mutex
-	max    int
-	server *server.MCPServer // holds each session's state
-	order  *list.List        // oldest first
-	live   map[string]*list.Element
+	// evicted ends, in the transport, a session the table dropped to make
+	// room; it runs after the table's lock is released.
+	evicted func(id string)
+
+	mu    sync.Mutex
+	max   int
+	order *list.List // oldest first
+	live  map[string]*list.Element
 }
 
-func newSessionTable(max int, m *server.MCPServer) *sessionTable {
-	return &sessionTable{max: max, server: m, order: list.New(), live: map[string]*list.Element{}}
+func newSessionTable(max int) *sessionTable {
+	return &sessionTable{max: max, order: list.New(), live: map[string]*list.Element{}}
 }
 
 var errUnknownSession = errors.New("unknown or expired session")
@@ -95,15 +119,23 @@ func (t *sessionTable) Generate() string {
 	rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	var dropped []string
 	for t.order.Len() >= t.max {
 		oldest := t.order.Remove(t.order.Front()).(string)
 		delete(t.live, oldest)
-		// Drop its state now rather than at its idle expiry, so the
-		// limit bounds memory too.
-		t.server.UnregisterSession(context.Background(), oldest)
+		dropped = append(dropped, oldest)
 	}
 	t.live[id] = t.order.PushBack(id)
+	t.mu.Unlock()
+	if t.evicted != nil && len(dropped) > 0 {
+		// Not in the initialize request that made room: ending a
+		// session takes the transport's own locks.
+		go func() {
+			for _, id := range dropped {
+				t.evicted(id)
+			}
+		}()
+	}
 	return id
 }
 

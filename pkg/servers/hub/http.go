@@ -148,7 +148,7 @@ func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
 		h.mu.Lock()
 		handler := handlers[c.own]
 		if handler == nil {
-			handler = server.NewStreamableHTTPServer(c.own, sessions.Options(c.own)...)
+			handler = sessions.Server(c.own)
 			handlers[c.own] = handler
 		}
 		h.mu.Unlock()
