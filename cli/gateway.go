@@ -86,7 +86,10 @@ func (a *app) gatewayCommand() *ucli.Command {
 			a.gatewayTokenCommand(),
 			{
 				Name: "logs", Usage: "Print the last N lines of the gateway log (default 40); -f follows it", ArgsUsage: "[N]",
-				Flags:  []ucli.Flag{&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing lines as they are written", Local: true}},
+				Flags: []ucli.Flag{
+					&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing lines as they are written", Local: true},
+					&ucli.IntFlag{Name: "tail", Value: 40, Usage: "how many of the last lines (the same as N, as on jobs logs and servers logs)", Local: true},
+				},
 				Action: a.gatewayLogs,
 			},
 		},
@@ -391,7 +394,10 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return err
 	}
-	n := 40
+	n := int(cmd.Int("tail"))
+	if n < 0 {
+		return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("--tail wants a number of lines, got %d", n)}
+	}
 	if arg := cmd.Args().First(); arg != "" {
 		if n, err = strconv.Atoi(arg); err != nil || n < 0 {
 			return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("N must be a number of lines, got %q", arg)}

@@ -28,6 +28,8 @@ func Ops() []op.Operation {
 			Name: "jobs_list", Path: []string{"jobs", "list"},
 			Callers: op.Agents,
 			Summary: "List jobs, oldest first",
+			// --status filters, as on lm queue list.
+			Aliases: map[string][]string{"state": {"status"}},
 			Effect:  op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{
@@ -55,8 +57,10 @@ func Ops() []op.Operation {
 			Summary: "Wait until a job ends",
 			Description: "Exits with the job's own status, as timeout(1) and the shell's wait do: its exit code, 128+N when signal N ended it " +
 				"(143 after lm jobs stop or its TTL), 1 when it could not start; 7 when --timeout passed first (the job runs on). The output says the same in job.state and job.exit_code.",
-			Args:   []string{"id"},
-			Effect: op.ReadOnly, Idempotent: true,
+			Args: []string{"id"},
+			// --wait DURATION, as on jobs start and jobs logs.
+			Aliases: map[string][]string{"timeout": {"wait"}},
+			Effect:  op.ReadOnly, Idempotent: true,
 		}, Wait),
 		op.New(op.Meta{
 			Name: "jobs_stop", Path: []string{"jobs", "stop"},

@@ -154,8 +154,9 @@ func Ops() []op.Operation {
 			Summary:     "Print a server's stderr as the gateway recorded it",
 			Description: "--follow (-f) prints lines as JSON Lines as they are written (CLI only).",
 			Args:        []string{"name"},
-			Aliases:     map[string][]string{"follow": {"f"}},
-			Effect:      op.ReadOnly, Idempotent: true,
+			// --tail N counts lines, as on jobs logs.
+			Aliases: map[string][]string{"follow": {"f"}, "lines": {"tail"}},
+			Effect:  op.ReadOnly, Idempotent: true,
 		}, Logs),
 	}
 }
