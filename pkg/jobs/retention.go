@@ -46,77 +46,78 @@ func settingsOf(home string) (settingsTable, error) {
 	return t, nil
 }
 
-func retentionOf(home string) (retention, error) {
-	settings, err := settingsOf(home)
-	if err != nil {
-		return retention{}, err
-	}
+// retention reads keep_for and keep_finished, with their defaults.
+func (t settingsTable) retention(home string) (retention, error) {
 	r := retention{keepFor: DefaultKeepFor, finished: DefaultKeepFinished}
-	if settings.KeepFor != "" {
-		d, err := duration.Field("keep_for in "+config.Path(home), settings.KeepFor, DefaultKeepFor)
+	if t.KeepFor != "" {
+		d, err := duration.Field("keep_for in "+config.Path(home), t.KeepFor, DefaultKeepFor)
 		if err != nil {
 			return retention{}, err
 		}
 		r.keepFor = d
 	}
-	if settings.KeepFinished != nil {
-		if *settings.KeepFinished < 0 {
-			return retention{}, op.Errorf(op.KindInvalid, "keep_finished in %s is %d: want 0 or more jobs", config.Path(home), *settings.KeepFinished)
+	if t.KeepFinished != nil {
+		if *t.KeepFinished < 0 {
+			return retention{}, op.Errorf(op.KindInvalid, "keep_finished in %s is %d: want 0 or more jobs", config.Path(home), *t.KeepFinished)
 		}
-		r.finished = *settings.KeepFinished
+		r.finished = *t.KeepFinished
 	}
 	return r, nil
 }
 
+// expired reports whether a finished job is past the retention, given the
+// number of finished jobs newer than it.
+func (r retention) expired(now time.Time) func(j Job, newer int) bool {
+	cutoff := now.Add(-r.keepFor)
+	return func(j Job, newer int) bool { return newer >= r.finished || j.FinishedAt.Before(cutoff) }
+}
+
 // removeFinished deletes the finished jobs drop chooses, and their output.
-// drop sees each finished job with the number of finished jobs newer than
-// it.
 func removeFinished(ctx context.Context, env *op.Env, drop func(j Job, newer int) bool) ([]string, error) {
 	var removed []string
 	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		removed = removed[:0]
-		b := jobsBucket.Of(tx)
-		jobs, err := all(tx)
-		if err != nil {
-			return err
-		}
-		var finished []Job
-		for _, j := range jobs {
-			if j.Terminal() && j.FinishedAt != nil {
-				finished = append(finished, j)
-			}
-		}
-		slices.SortFunc(finished, func(a, b Job) int { return b.FinishedAt.Compare(*a.FinishedAt) })
-		for newer, j := range finished {
-			if drop(j, newer) {
-				if err := b.Delete([]byte(j.ID)); err != nil {
-					return err
-				}
-				removed = append(removed, j.ID)
-			}
-		}
-		return nil
+		var err error
+		removed, err = dropFinished(tx, drop)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range removed {
-		os.RemoveAll(jobDir(env.Home, id))
+	removeOutput(env.Home, removed)
+	return removed, nil
+}
+
+// dropFinished deletes the records of the finished jobs drop chooses; drop
+// sees each with the number of finished jobs newer than it. The caller
+// removes their output once the transaction has committed.
+func dropFinished(tx *bolt.Tx, drop func(j Job, newer int) bool) ([]string, error) {
+	jobs, err := all(tx)
+	if err != nil {
+		return nil, err
+	}
+	var finished []Job
+	for _, j := range jobs {
+		if j.Terminal() && j.FinishedAt != nil {
+			finished = append(finished, j)
+		}
+	}
+	slices.SortFunc(finished, func(a, b Job) int { return b.FinishedAt.Compare(*a.FinishedAt) })
+	var removed []string
+	b := jobsBucket.Of(tx)
+	for newer, j := range finished {
+		if drop(j, newer) {
+			if err := b.Delete([]byte(j.ID)); err != nil {
+				return nil, err
+			}
+			removed = append(removed, j.ID)
+		}
 	}
 	return removed, nil
 }
 
-// applyRetention removes the finished jobs past [jobs] keep_for or
-// keep_finished. lm jobs start applies it, so a machine that runs jobs
-// every day does not keep them forever.
-func applyRetention(ctx context.Context, env *op.Env) error {
-	r, err := retentionOf(env.Home)
-	if err != nil {
-		return err
+// removeOutput deletes the output of jobs whose records are gone.
+func removeOutput(home string, ids []string) {
+	for _, id := range ids {
+		os.RemoveAll(jobDir(home, id))
 	}
-	cutoff := env.Now().Add(-r.keepFor)
-	_, err = removeFinished(ctx, env, func(j Job, newer int) bool {
-		return newer >= r.finished || j.FinishedAt.Before(cutoff)
-	})
-	return err
 }

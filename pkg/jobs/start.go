@@ -66,11 +66,16 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if spec.LogSize < 4096 || spec.LogSize > 1<<30 {
 		return Job{}, op.Errorf(op.KindInvalid, "log size %d is out of range", spec.LogSize).WithHint("use 4096 to 1073741824 bytes")
 	}
-	limit, err := maxRunning(env)
+	settings, err := settingsOf(env.Home)
 	if err != nil {
 		return Job{}, err
 	}
-	if err := applyRetention(ctx, env); err != nil {
+	limit, err := maxRunning(env, settings)
+	if err != nil {
+		return Job{}, err
+	}
+	keep, err := settings.retention(env.Home)
+	if err != nil {
 		return Job{}, err
 	}
 	exe, err := os.Executable()
@@ -87,9 +92,20 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Job{}, op.Errorf(op.KindInternal, "create %s: %w", dir, err)
 	}
-	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, j) }); err != nil {
+	// Recording a job also lets go of the finished ones past [jobs]
+	// keep_for and keep_finished, so a machine that runs jobs every day
+	// does not keep them forever.
+	var expired []string
+	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		if expired, err = dropFinished(tx, keep.expired(env.Now())); err != nil {
+			return err
+		}
+		return put(tx, j)
+	}); err != nil {
 		return Job{}, err
 	}
+	removeOutput(env.Home, expired)
 	logf, err := os.OpenFile(filepath.Join(dir, "supervisor.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return Job{}, fail(ctx, env, j.ID, fmt.Sprintf("create supervisor log: %v", err))
@@ -110,12 +126,8 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 
 // maxRunning is the concurrency limit: LM_JOBS_MAX_RUNNING, else
 // max_running in the [jobs] table of LM_HOME's config.toml, else the default.
-func maxRunning(env *op.Env) (int, error) {
+func maxRunning(env *op.Env, settings settingsTable) (int, error) {
 	home := env.Home
-	settings, err := settingsOf(home)
-	if err != nil {
-		return 0, err
-	}
 	source, value := "max_running in "+config.Path(home), strconv.Itoa(settings.MaxRunning)
 	if v := env.Getenv("LM_JOBS_MAX_RUNNING"); v != "" {
 		source, value = "LM_JOBS_MAX_RUNNING", v
