@@ -236,7 +236,12 @@ func TestJobStartWaitWaitsForFree(t *testing.T) {
 // base URL and the token that opens it.
 func idleGateway(t *testing.T, home string, args ...string) (*exec.Cmd, string, string) {
 	t.Helper()
-	const token = "idle-test-token"
+	return idleGatewayWith(t, home, "idle-test-token", args...)
+}
+
+// idleGatewayWith is idleGateway with the person's token given.
+func idleGatewayWith(t *testing.T, home, token string, args ...string) (*exec.Cmd, string, string) {
+	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command("lm", append([]string{"gateway", "--addr", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
 	cmd.Env = append(lmEnv(home), "LM_API_TOKEN="+token)

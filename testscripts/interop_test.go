@@ -648,3 +648,20 @@ func TestCallProgressOnATerminal(t *testing.T) {
 		t.Errorf("stdout: %s", stdout.String())
 	}
 }
+
+// Both SDK lines keep working against a --stateful gateway whose session
+// limit is reached: each client's initialize ends the oldest session, and
+// the client holding the newest one lists and calls as before.
+func TestTypeScriptSDKOnAStatefulGateway(t *testing.T) {
+	everything := npmtest.Skip(t, "mcp-server-everything")
+	w := &interopWorld{home: t.TempDir(), token: "interop-token", nodeDir: filepath.Dir(filepath.Dir(filepath.Dir(everything)))}
+	_, url, _ := idleGatewayWith(t, w.home, w.token, "--stateful", "--max-sessions", "1")
+	for range 2 {
+		for _, sdk := range []string{"1", "2"} {
+			r := w.runClient(t, map[string]any{"sdk": sdk, "token": w.token, "transport": "http", "url": url + "/mcp", "callOnly": []string{"lm_version"}})
+			if len(r.Tools) == 0 || r.Calls["lm_version"].Outcome != "ok" || !r.Calls["lm_version"].Validated {
+				t.Fatalf("SDK %s on a stateful gateway: %d tools, lm_version %+v", sdk, len(r.Tools), r.Calls["lm_version"])
+			}
+		}
+	}
+}
