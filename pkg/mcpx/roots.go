@@ -4,11 +4,14 @@ import (
 	"context"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/op"
 )
 
 // rootsTimeout bounds how long a call waits for its client to list its
@@ -45,8 +48,47 @@ func followRoots(s *server.MCPServer) *clientRoots {
 
 // of returns the roots of the calling client: the directories of its file://
 // roots when it declares the capability and lists any, else fallback (where
-// lm started, or the person's --root).
+// lm started, or the person's --root). A client that reached lm over HTTP
+// (the gateway records a caller on each request) is whoever holds a token,
+// not the person's own host, so its roots only narrow fallback: declaring /
+// must not open the file system, $LM_HOME and the person's token with it.
 func (c *clientRoots) of(ctx context.Context, fallback []string) []string {
+	roots := c.declared(ctx, fallback)
+	if _, overHTTP := op.CallerFrom(ctx); overHTTP {
+		return narrowed(roots, fallback)
+	}
+	return roots
+}
+
+// narrowed keeps the roots that lie within one of within; none is within.
+func narrowed(roots, within []string) []string {
+	var kept []string
+	for _, r := range roots {
+		real := realPath(r)
+		for _, w := range within {
+			if rel, err := filepath.Rel(realPath(w), real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				kept = append(kept, r)
+				break
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return within
+	}
+	return kept
+}
+
+// realPath is path with its symlinks resolved, or as given when it cannot
+// be (it does not exist: opening under it fails later anyway).
+func realPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return filepath.Clean(path)
+}
+
+// declared is what the client declares, or fallback.
+func (c *clientRoots) declared(ctx context.Context, fallback []string) []string {
 	session, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
 	if !ok || session.GetClientCapabilities().Roots == nil {
 		return fallback
