@@ -33,6 +33,14 @@ func open(env *op.Env, dir string, offers, outside bool) (*Root, error) {
 			home = real
 		}
 		r.protected = []string{home}
+		for _, root := range r.confinedTo {
+			if real, err := filepath.EvalSymlinks(root); err == nil {
+				root = real
+			}
+			if _, in := beneath(root, home); in {
+				r.guardReads = true
+			}
+		}
 	}
 	return r, nil
 }

@@ -12,6 +12,7 @@ package confine
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,6 +46,10 @@ type Root struct {
 	// protected are directories never written to (lm's home), symlinks
 	// resolved.
 	protected []string
+	// guardReads is set when a confined caller's roots hold lm's home:
+	// then what it opens is checked not to lie there, since the home holds
+	// the person's token and secrets.
+	guardReads bool
 }
 
 // Open opens dir ("" is the current directory) as a root.
@@ -159,6 +164,15 @@ func (r *Root) Stat(resolved string) (fs.FileInfo, error) {
 
 // ReadFile reads a whole file beneath the root.
 func (r *Root) ReadFile(resolved string) ([]byte, error) {
+	if r.guardReads {
+		fd, err := r.OpenFD(resolved)
+		if err != nil {
+			return nil, err
+		}
+		f := os.NewFile(uintptr(fd), r.Abs(resolved))
+		defer f.Close()
+		return io.ReadAll(f)
+	}
 	if filepath.IsAbs(resolved) {
 		if err := r.mayLeave(resolved); err != nil {
 			return nil, err
@@ -244,7 +258,7 @@ func (r *Root) sub(resolved string) (*Root, error) {
 		s.Close()
 		return nil, op.Errorf(op.KindInternal, "locate %s: %w", resolved, err)
 	}
-	s.offersOutside, s.confinedTo, s.protected = r.offersOutside, r.confinedTo, r.protected
+	s.offersOutside, s.confinedTo, s.protected, s.guardReads = r.offersOutside, r.confinedTo, r.protected, r.guardReads
 	return s, nil
 }
 
@@ -257,7 +271,7 @@ func (r *Root) clone() (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.outside, s.offersOutside, s.confinedTo, s.protected = r.outside, r.offersOutside, r.confinedTo, r.protected
+	s.outside, s.offersOutside, s.confinedTo, s.protected, s.guardReads = r.outside, r.offersOutside, r.confinedTo, r.protected, r.guardReads
 	return s, nil
 }
 

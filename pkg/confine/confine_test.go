@@ -211,3 +211,38 @@ func TestProtectedDirectories(t *testing.T) {
 		t.Errorf("replacing without force: %v", err)
 	}
 }
+
+// An agent whose roots hold lm's home (a gateway started in $HOME) reads
+// nothing there — the person's token and secrets — by name or through a
+// link, while the rest of its roots read as before.
+func TestAgentsDoNotReadLMsHome(t *testing.T) {
+	root, _ := layout(t)
+	home := filepath.Join(root, ".local", "share", "lm")
+	os.MkdirAll(home, 0o700)
+	os.WriteFile(filepath.Join(home, "gateway.token"), []byte("lmp_SECRET"), 0o600)
+	os.Symlink(filepath.Join(".local", "share", "lm", "gateway.token"), filepath.Join(root, "token-link"))
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{root}, Home: home}
+	r, err := For(agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{".local/share/lm/gateway.token", "token-link"} {
+		resolved, err := r.Resolve(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if data, err := r.ReadFile(resolved); op.KindOf(err) != op.KindDenied || strings.Contains(string(data), "SECRET") {
+			t.Errorf("ReadFile %s: %q, %v", name, data, err)
+		}
+		if fd, err := r.OpenFD(resolved); op.KindOf(err) != op.KindDenied {
+			if err == nil {
+				unix.Close(fd)
+			}
+			t.Errorf("OpenFD %s: %v", name, err)
+		}
+	}
+	if data, err := r.ReadFile("in.txt"); err != nil || len(data) == 0 {
+		t.Errorf("an ordinary file: %q, %v", data, err)
+	}
+}

@@ -7,9 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"lmtool.dev/lm/pkg/op"
 )
 
 // noOpenat2 is set once openat2 turns out to be missing (Linux before 5.6)
@@ -23,8 +26,30 @@ var noOpenat2 atomic.Bool
 // which costs what a plain open does.
 func (r *Root) OpenFD(resolved string) (int, error) { return r.openFD(resolved, 0) }
 
-// openFD is OpenFD with extra open flags (O_DIRECTORY).
+// openFD is OpenFD with extra open flags (O_DIRECTORY), refusing what lies
+// in lm's home when the caller's roots hold it.
 func (r *Root) openFD(resolved string, flags int) (int, error) {
+	fd, err := r.openAnyFD(resolved, flags)
+	if err != nil || !r.guardReads {
+		return fd, err
+	}
+	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "locate", Path: r.Abs(resolved), Err: err}
+	}
+	for _, home := range r.protected {
+		if _, in := beneath(home, real); in {
+			unix.Close(fd)
+			return -1, op.Errorf(op.KindDenied, "%s is inside lm's home %s (the person's token, secrets, settings): an agent may not read it", r.Abs(resolved), home).
+				WithCategory("protected_path")
+		}
+	}
+	return fd, nil
+}
+
+// openAnyFD opens beneath the root, wherever in it the name leads.
+func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
 	flags |= unix.O_RDONLY | unix.O_CLOEXEC
 	plain := func() (int, error) {
 		return retryEINTR(func() (int, error) { return unix.Open(r.Abs(resolved), flags, 0) })
