@@ -95,8 +95,10 @@ func TestAgentRunsOnlyTheAllowedMakeRecipe(t *testing.T) {
 	if isErr || !strings.Contains(text, "TEST-RAN unit-fast") {
 		t.Errorf("a permitted word: %s", text)
 	}
-	if text, isErr = callTool(t, c, "run_task", map[string]any{"op": "start", "task": "test", "args": []string{"evil"}, "wait_ms": 20000}); !isErr {
-		t.Errorf("a word the pattern does not permit: %s", text)
+	for _, word := range []string{"evil", "TESTS=unit$(shell touch " + filepath.Join(markers, "MARKER-pattern") + ")", "TESTS=unit`touch x`"} {
+		if text, isErr = callTool(t, c, "run_task", map[string]any{"op": "start", "task": "test", "args": []string{word}, "wait_ms": 20000}); !isErr {
+			t.Errorf("a word the pattern does not permit, %q: %s", word, text)
+		}
 	}
 	if got := markersIn(t, markers); len(got) > 0 {
 		t.Errorf("an attack ran: %v", got)

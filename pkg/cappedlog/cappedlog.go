@@ -100,14 +100,19 @@ func (l *Log) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// rotate moves the file aside and opens a fresh one, closing the old file
+// only once the new one is open: a rename or open that fails leaves the log
+// writing where it was, not closed for good.
 func (l *Log) rotate() error {
-	if err := l.f.Close(); err != nil {
-		return err
-	}
 	if err := rotate(l.path, l.keep); err != nil {
 		return err
 	}
-	return l.open(os.O_TRUNC)
+	old, oldSize := l.f, l.size
+	if err := l.open(os.O_TRUNC); err != nil {
+		l.f, l.size = old, oldSize
+		return err
+	}
+	return old.Close()
 }
 
 // rotate moves path to path.1, and each older copy one number up, dropping
