@@ -55,7 +55,7 @@ func render() (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("man page lm.1: %w", err)
 	}
-	files["man/lm.1"] = []byte(withSections(page, "lm", "lm", &ucli.Command{Name: "lm", ArgsUsage: "COMMAND ..."}, pages))
+	files["man/lm.1"] = []byte(oneDefault(withSections(page, "lm", "lm", &ucli.Command{Name: "lm", ArgsUsage: "COMMAND ..."}, pages)))
 	for _, c := range tree.Commands {
 		if c.Hidden || c.Name == "help" || c.Name == "completion" {
 			continue
@@ -69,7 +69,7 @@ func render() (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("man page lm-%s.1: %w", c.Name, err)
 		}
-		files["man/lm-"+c.Name+".1"] = []byte(withSections(page, group.Name, "lm "+c.Name, c, pages))
+		files["man/lm-"+c.Name+".1"] = []byte(oneDefault(withSections(page, group.Name, "lm "+c.Name, c, pages)))
 	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		var out bytes.Buffer
@@ -80,6 +80,19 @@ func render() (map[string][]byte, error) {
 		files["completions/lm."+shell] = out.Bytes()
 	}
 	return files, nil
+}
+
+// oneDefault drops the "(default: 0)" the docs renderer adds to a flag
+// whose usage already says its real default: lm's number flags default to
+// zero and fill in the real value, so the page said both.
+func oneDefault(page string) string {
+	lines := strings.Split(page, "\n")
+	for i, l := range lines {
+		if rest, ok := strings.CutSuffix(l, " (default: 0)"); ok && strings.Contains(rest, "(default ") {
+			lines[i] = rest
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // describeCommands puts each command's description (what it does, its

@@ -56,7 +56,7 @@ func Ops() []op.Operation {
 			Callers: op.Agents,
 			Summary: "Wait until a job ends",
 			Description: "Exits with the job's own status, as timeout(1) and the shell's wait do: its exit code, 128+N when signal N ended it " +
-				"(143 after lm jobs stop or its TTL), 1 when it could not start; 7 when --timeout passed first (the job runs on). The output says the same in job.state and job.exit_code.",
+				"(143 after lm jobs stop or its TTL), 1 when it could not start; 7 when --wait (--timeout) passed first (the job runs on). The output says the same in job.state and job.exit_code.",
 			Args: []string{"id"},
 			// --wait DURATION, as on jobs start and jobs logs.
 			Aliases: map[string][]string{"timeout": {"wait"}},

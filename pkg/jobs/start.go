@@ -95,14 +95,15 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	// Recording a job also lets go of the finished ones past [jobs]
 	// keep_for and keep_finished, so a machine that runs jobs every day
 	// does not keep them forever.
+	// Cleanup never decides whether a job starts: an old record that
+	// cannot be read leaves the others in place (it deletes nothing before
+	// reading them all) and the new job is recorded regardless.
 	var expired []string
 	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
-		var err error
-		if expired, err = dropFinished(tx, keep.expired(env.Now())); err != nil {
-			return err
-		}
+		expired, _ = dropFinished(tx, keep.expired(env.Now()))
 		return put(tx, j)
 	}); err != nil {
+		os.RemoveAll(dir)
 		return Job{}, err
 	}
 	removeOutput(env.Home, expired)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -97,7 +98,14 @@ func (s *Store) clearDamaged() error {
 func (s *Store) contain(err *error, write bool) {
 	if r := recover(); r != nil {
 		reason := readFailure(r)
-		s.markDamaged(reason)
+		// A memory fault, or bbolt's own panic on a page it cannot make
+		// sense of, is damage: writes stop until a check. A runtime error
+		// without an address (a nil map, an index) is more likely a bug in
+		// the transaction's own code, and must not lock the person out of
+		// a sound store; the call still fails.
+		if _, fault := r.(interface{ Addr() uintptr }); fault || !isRuntimeError(r) {
+			s.markDamaged(reason)
+		}
 		*err = &CorruptError{Err: errors.New(reason)}
 	}
 	if write && isUnwritable(*err) {
@@ -107,6 +115,11 @@ func (s *Store) contain(err *error, write bool) {
 	if errors.As(*err, &ce) && ce.Path == "" {
 		ce.Path = s.Path
 	}
+}
+
+func isRuntimeError(r any) bool {
+	_, ok := r.(runtime.Error)
+	return ok
 }
 
 // readFailure describes a panic met while reading the store.

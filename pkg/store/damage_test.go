@@ -216,3 +216,25 @@ func TestPanicInAWriteIsContained(t *testing.T) {
 		return nil
 	})
 }
+
+// A runtime error in a transaction's own code (a nil map) fails that call
+// but does not mark a sound store damaged: the next write goes through
+// without a check in between.
+func TestABugInATransactionDoesNotLockTheStore(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	putRaw(t, s, "test.records", "before", `{"name":"x"}`)
+	err := s.Update(ctx, func(tx *bolt.Tx) error {
+		var m map[string]int
+		m["bug"]++
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a panicking transaction succeeded")
+	}
+	if err := s.Update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("test.records")).Put([]byte("after"), []byte(`{"name":"y"}`))
+	}); err != nil {
+		t.Fatalf("a write after a bug in another transaction: %v", err)
+	}
+}
