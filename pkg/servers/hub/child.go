@@ -54,6 +54,7 @@ type child struct {
 	lastExit  string
 	nextRetry time.Time
 	latency   time.Duration
+	probes    int               // bumped when a probe is sent and when it is answered, so a late timer knows
 	scrub     *servers.Scrubber // hides the secrets this start resolved
 	session   *client.Client
 	live      *client.Client // the session whose lists may be mirrored (set under the hub's mirrorMu)
@@ -373,9 +374,15 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 		// A server that has not answered within degradedAfter is shown
 		// degraded at once, not when the probe finally times out: a
 		// frozen process (SIGSTOP, a deadlock) is no longer "running".
+		c.mu.Lock()
+		c.probes++
+		probe := c.probes
+		c.mu.Unlock()
 		overdue := time.AfterFunc(degradedAfter, func() {
 			c.mu.Lock()
-			if c.state == servers.Running {
+			// A timer that fires as its probe returns must not undo the
+			// state the answer set.
+			if c.probes == probe && c.state == servers.Running {
 				c.setLocked(servers.Degraded)
 			}
 			c.mu.Unlock()
@@ -399,6 +406,7 @@ func (c *child) watch(ctx context.Context, cl *client.Client, cfg *servers.Serve
 		}
 		latency := time.Since(began)
 		c.mu.Lock()
+		c.probes++ // this probe is answered
 		c.latency = latency
 		if state := map[bool]string{true: servers.Degraded, false: servers.Running}[latency > degradedAfter]; state != c.state {
 			c.setLocked(state)
