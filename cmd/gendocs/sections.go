@@ -21,6 +21,10 @@ var environment = [][2]string{
 	{"NO_COLOR", "set: no colour in tables, even on a terminal"},
 	{"LM_JOBS_MAX_RUNNING", "how many jobs run at once before new ones wait queued (default 8)"},
 	{"LM_MODEL, LM_MODEL_URL, LM_MODEL_PROVIDER", "the optional language model, over config.toml's [model]"},
+	{"LM_DEFAULT_WAIT_SECONDS, LM_DEFAULT_EMPTY_RESPONSE, LM_AGENT_STALE_AFTER_SECONDS", "seed the queue settings of a store that holds none yet"},
+	{"LM_API_TOKEN", "the gateway's person token instead of $LM_HOME/gateway.token; the token lm mcp --connect sends"},
+	{"LM_GATEWAY_ADDR", "the gateway's address (--addr; default 127.0.0.1:7437)"},
+	{"LM_LOG_LEVEL", "the gateway's log level (--log-level): debug, info, warn or error"},
 }
 
 var files = [][2]string{
