@@ -112,7 +112,7 @@ func gatewayAuth(cmd *ucli.Command) (tok string, noToken bool, err error) {
 		if cmd.String("token-file") != "" {
 			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token and --token-file contradict each other")}
 		}
-		if host, _, _ := net.SplitHostPort(cmd.String("addr")); !loopbackHost(host) {
+		if !gateway.IsLoopback(cmd.String("addr")) {
 			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token is refused on %s: beyond loopback, anyone who reaches the address could add instructions and drive the tools; listen on 127.0.0.1 or keep the token", cmd.String("addr"))}
 		}
 		return "", true, nil
@@ -133,14 +133,6 @@ func gatewayAuth(cmd *ucli.Command) (tok string, noToken bool, err error) {
 
 // loopbackHost reports whether host (of --addr) is a loopback address or
 // localhost; an empty host listens on every interface.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	fail := func(err error) error { return &commandError{cmd: "gateway", err: err} }
 	if cmd.Args().Present() {

@@ -208,7 +208,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 // ready function runs once HTTP and the control socket serve (to announce
 // the address, say); an error from one stops the gateway.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() error) error {
-	if s.opts.NoToken && !isLoopback(ln.Addr().String()) {
+	if s.opts.NoToken && !IsLoopback(ln.Addr().String()) {
 		return op.Errorf(op.KindInvalid, "gateway: no token on %s, an address beyond loopback: anyone who reaches it could use the queue and the tools", ln.Addr()).
 			WithHint("listen on 127.0.0.1 (--addr 127.0.0.1:PORT), or keep the token")
 	}

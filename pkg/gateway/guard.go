@@ -42,8 +42,8 @@ func sameOrigin(next http.Handler) http.Handler {
 // local: a loopback listener answers to loopback names only; any listener
 // answers to IP addresses and localhost, which no DNS answer can rebind.
 func hostAllowed(host, local string) bool {
-	if isLoopback(local) {
-		return isLoopback(host)
+	if IsLoopback(local) {
+		return IsLoopback(host)
 	}
 	name, _, err := net.SplitHostPort(host)
 	if err != nil {
@@ -54,9 +54,9 @@ func hostAllowed(host, local string) bool {
 	return err == nil || strings.EqualFold(name, "localhost")
 }
 
-// isLoopback reports whether a host or host:port names the loopback
-// interface.
-func isLoopback(hostport string) bool {
+// IsLoopback reports whether an address (host:port, or a host alone)
+// names this machine's loopback only.
+func IsLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = strings.Trim(hostport, "[]")
