@@ -34,7 +34,8 @@ type hub struct {
 	mu          sync.Mutex
 	subscribers int             // open event streams
 	behind      bool            // a change has not been read yet
-	caughtUp    []chan struct{} // closed by the next read: joining streams
+	reading     bool            // a read is under way
+	caughtUp    []chan struct{} // closed when a read ends: joining streams
 	agentsKnown bool            // connected is current
 	cursor      uint64          // newest store event read
 	seq         uint64          // newest item's hub sequence
@@ -52,8 +53,8 @@ type item struct {
 	stored bool
 }
 
-// hubBuffer is how many recent items a stream can lag behind before it
-// catches up from the store instead.
+// hubBuffer is how many recent items a stream can lag behind, at least,
+// before it catches up from the store instead.
 const hubBuffer = 4096
 
 // quietFollow is how long the hub lets changes pile up before reading
@@ -79,7 +80,7 @@ func (h *hub) join() (caughtUp <-chan struct{}, leave func()) {
 	h.subscribers++
 	first := h.subscribers == 1
 	ch := make(chan struct{})
-	if h.behind {
+	if h.behind || h.reading {
 		h.caughtUp = append(h.caughtUp, ch)
 	} else {
 		close(ch)
@@ -168,11 +169,12 @@ func (h *hub) await(ctx context.Context, changes <-chan struct{}, idleAt time.Ti
 	}
 }
 
-// release lets the streams that joined before the last read take their
-// position.
+// release lets the streams that joined before the last read ended take
+// their position.
 func (h *hub) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.reading = false
 	for _, ch := range h.caughtUp {
 		close(ch)
 	}
@@ -183,7 +185,7 @@ func (h *hub) release() {
 // the next agent will turn idle (zero: none will).
 func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 	h.mu.Lock()
-	h.behind = false
+	h.behind, h.reading = false, true
 	h.mu.Unlock()
 	if first {
 		st, err := queue.Status(ctx, h.env, queue.Empty{})
@@ -204,6 +206,10 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 			return time.Time{}, err
 		}
 		h.mu.Lock()
+		// Items are kept for streams only: one that opens later starts
+		// after them, and one that opens during this read waits for it
+		// to end.
+		listened := h.subscribers > 0
 		for _, e := range events {
 			h.logEvent(e)
 			if e.Type == queue.EventConfigUpdated {
@@ -212,7 +218,9 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 					h.staleAfter = time.Duration(s.AgentStaleAfterSeconds) * time.Second
 				}
 			}
-			h.appendLocked(h.deriveLocked(e), true)
+			if listened {
+				h.appendLocked(h.deriveLocked(e), true)
+			}
 			h.cursor = e.ID
 		}
 		h.mu.Unlock()
@@ -265,7 +273,9 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 func (h *hub) appendLocked(e queue.Event, stored bool) {
 	h.seq++
 	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
-	if len(h.buf) > hubBuffer {
+	// Trimmed a half at a time: copying the whole buffer to drop one
+	// item made every append under load cost a buffer's copy.
+	if len(h.buf) >= 2*hubBuffer {
 		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-hubBuffer:]...)
 	}
 }

@@ -16,8 +16,11 @@ import (
 // MaxContentBytes bounds one instruction's text.
 const MaxContentBytes = 1 << 20
 
+// update runs fn in a write transaction that concurrent writers of this
+// process may share (see store.Batch): fn may run more than once, so it sets
+// its results rather than appending to them.
 func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.Update(ctx, func(b *bolt.Tx) error {
+	return env.Store.Batch(ctx, func(b *bolt.Tx) error {
 		t, err := newTx(b, env)
 		if err != nil {
 			return err
