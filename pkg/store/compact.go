@@ -50,12 +50,28 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 	}
 	defer lock.release()
 
+	if err := s.rewriteCompacted(); err != nil {
+		return CompactReport{}, err
+	}
+	after, err := os.Stat(s.Path)
+	if err != nil {
+		return CompactReport{}, err
+	}
+	// Watchers re-read: the file is another one now (and its identity
+	// changed, so pages following it reload their state).
+	lock.notify()
+	return CompactReport{BytesBefore: before.Size(), BytesAfter: after.Size()}, nil
+}
+
+// rewriteCompacted copies every bucket into a fresh file beside the store,
+// syncs it and renames it into place. The caller holds the store's lock.
+func (s *Store) rewriteCompacted() error {
 	src, err := bolt.Open(s.Path, 0o600, &bolt.Options{ReadOnly: true, Timeout: s.LockTimeout})
 	if err != nil {
-		return CompactReport{}, fmt.Errorf("open store %s: %w", s.Path, err)
+		return fmt.Errorf("open store %s: %w", s.Path, err)
 	}
 	defer src.Close()
-	err = writeNew(s.Path, true, func(f *os.File) error {
+	return writeNew(s.Path, true, func(f *os.File) error {
 		// bolt.Open wants a path; the temporary file is reopened by name
 		// and synced by writeNew after the copy.
 		dst, err := bolt.Open(f.Name(), 0o600, &bolt.Options{Timeout: s.LockTimeout})
@@ -71,15 +87,4 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 		}
 		return dst.Close()
 	})
-	if err != nil {
-		return CompactReport{}, err
-	}
-	after, err := os.Stat(s.Path)
-	if err != nil {
-		return CompactReport{}, err
-	}
-	// Watchers re-read: the file is another one now (and its identity
-	// changed, so pages following it reload their state).
-	lock.notify()
-	return CompactReport{BytesBefore: before.Size(), BytesAfter: after.Size()}, nil
 }
