@@ -184,6 +184,14 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	// the same. Readers reserve it too: in a truncated file, a page past
 	// the end then faults (and is reported) instead of reading whatever
 	// memory lies beyond a mapping of the file's size.
+	//
+	// The free list stays synced and an array (bbolt's defaults): see
+	// compactFreePages for the figures. Buckets keep bbolt's FillPercent
+	// (0.5) although the queue's grow at their end: packing split pages
+	// full (1.0) halves an append-only bucket's leaf pages (4039 → 2025
+	// for 20,000 events) but writes the same 37.4 KB per appending commit,
+	// and a store that shrinks by itself after a prune has little to gain
+	// from being smaller.
 	opts := &bolt.Options{Timeout: s.LockTimeout, ReadOnly: !write, InitialMmapSize: 256 << 20}
 	db, err := bolt.Open(s.Path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
