@@ -49,7 +49,9 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"the person's token (open it once; the page keeps the token). " +
 			"The page is at /, the API at /api (described at /docs and /openapi.json), live events at /api/events, " +
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
-			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names. " +
+			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names; " +
+			"--allow-origin names origins whose pages may call it from a browser (CORS), trading their token for a single-use ticket " +
+			"(POST /api/tickets) to open an EventSource on /sse or /api/events with ?ticket=. " +
 			"Every request but the page's files needs \"Authorization: Bearer TOKEN\": the person's token ($LM_HOME/gateway.token, " +
 			"made on the first start; or LM_API_TOKEN, or --token-file), or an agent's ('lm gateway token add NAME'), which names the " +
 			"agent. --no-token is for loopback only.\n\n" +
