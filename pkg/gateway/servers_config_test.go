@@ -121,7 +121,7 @@ func TestServersViewAddsAndRemoves(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(g.page()), showView("#servers"), chromedp.WaitVisible("#server-form")); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, ctx, "#servers-empty", contains("Add one with the form beside this list"), "the empty state")
+	waitText(t, ctx, "#servers-empty", contains("Add one with the form under “Add a server”"), "the empty state")
 
 	// The CLI's validation, shown where the person typed.
 	if err := chromedp.Do(ctx, setValue("#srv-name", "bad name"), setValue("#srv-command", "true"),
@@ -134,6 +134,7 @@ func TestServersViewAddsAndRemoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitText(t, ctx, "#server-form-error", contains("unclosed double quote"), "a command that does not split")
+	checkContrast(t, ctx, "the servers form with an error")
 	if configured(t, home, "memory") || configured(t, home, "bad name") {
 		t.Fatal("a refused entry was written")
 	}
@@ -156,6 +157,12 @@ func TestServersViewAddsAndRemoves(t *testing.T) {
 		t.Fatalf("GET /servers/memory = %d %v", code, st)
 	}
 	shot(t, ctx, "servers-added")
+	onPhone(t, ctx, "the servers view with its form")
+	shot(t, ctx, "servers-added-phone")
+	checkContrast(t, ctx, "the servers view on a phone")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatal(err)
+	}
 
 	// An npm package (here a directory, so no registry is needed) installs
 	// under LM_HOME and runs.
