@@ -76,9 +76,17 @@ func (read resourceRead) mend(resp []byte) []byte {
 	if read.modern {
 		code = mcp.INVALID_PARAMS
 	}
-	out, err := json.Marshal(map[string]any{"jsonrpc": msg.JSONRPC, "id": msg.ID, "error": map[string]any{
-		"code": code, "message": msg.Error.Message, "data": map[string]string{"uri": read.uri},
-	}})
+	type details struct {
+		Code    int               `json:"code"`
+		Message string            `json:"message"`
+		Data    map[string]string `json:"data"`
+	}
+	// In the order mcp-go writes an answer's members.
+	out, err := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   details         `json:"error"`
+	}{msg.JSONRPC, msg.ID, details{code, msg.Error.Message, map[string]string{"uri": read.uri}}})
 	if err != nil {
 		return resp
 	}
