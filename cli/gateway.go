@@ -268,7 +268,6 @@ func logLevel(name string) (slog.Level, error) {
 	return level, nil
 }
 
-// serveArgs repeats the serving flags for the background process.
 // allowedOrigins are the other origins whose pages may call the gateway:
 // [gateway] allow_origins in config.toml and --allow-origin, each checked.
 func allowedOrigins(cmd *ucli.Command, home string) ([]string, error) {
@@ -285,6 +284,7 @@ func allowedOrigins(cmd *ucli.Command, home string) ([]string, error) {
 	return origins, nil
 }
 
+// serveArgs repeats the serving flags for the background process.
 func serveArgs(cmd *ucli.Command) ([]string, error) {
 	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
 	if s := cmd.String("store"); s != "" {
