@@ -322,7 +322,7 @@ export function serversView({ onAuth, toast, announce }) {
 // words splits a command line as a POSIX shell would split its words, with
 // quotes and backslashes, and nothing else: no variables, globs or
 // operators, which a server's command does not run through.
-export function words(line) {
+function words(line) {
   const out = [];
   let word = null;
   let quote = "";
