@@ -115,23 +115,25 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // gone PIDFILE... waits up to 10 s until every process whose pid a file
-// holds has exited (a zombie has: it runs no more). One still running
+// holds (one or more, a line each) has exited (a zombie has: it runs no more). One still running
 // then fails the script, and is killed so that it does not outlive it.
 func gone(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: gone PIDFILE...")
 	}
-	pids := map[string]int{}
+	pids := map[int]string{}
 	for _, file := range args {
-		pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(file)))
-		ts.Check(err)
-		pids[file] = pid
+		for _, field := range strings.Fields(ts.ReadFile(file)) {
+			pid, err := strconv.Atoi(field)
+			ts.Check(err)
+			pids[pid] = file
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for file, pid := range pids {
+	for pid, file := range pids {
 		for proc.Running(pid) {
 			if time.Now().After(deadline) {
-				for _, pid := range pids {
+				for pid := range pids {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 				ts.Fatalf("process %d (%s) is still running", pid, file)

@@ -8,28 +8,42 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/cgroup"
 	"lmtool.dev/lm/pkg/npmtest"
 )
 
 // condition answers [everything]: whether server-everything (from npm) can
-// run. Without node the scripts that need it skip, unless LM_REQUIRE_NODE
-// makes that a failure.
+// run (without node the scripts that need it skip, unless LM_REQUIRE_NODE
+// makes that a failure); and [cgroup]: whether this system gives a job a
+// cgroup of its own, as lm would make it.
 func condition(cond string) (bool, error) {
-	if cond != "everything" {
-		return false, fmt.Errorf("unknown condition %q", cond)
+	switch cond {
+	case "everything":
+		_, err := npmtest.Bin("mcp-server-everything")
+		if err != nil && npmtest.Required() {
+			return false, err
+		}
+		return err == nil, nil
+	case "cgroup":
+		return cgroupAvailable()
 	}
-	_, err := npmtest.Bin("mcp-server-everything")
-	if err != nil && npmtest.Required() {
-		return false, err
-	}
-	return err == nil, nil
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
+
+var cgroupAvailable = sync.OnceValues(func() (bool, error) {
+	g, err := cgroup.New(fmt.Sprintf("lm-test-probe-%d", os.Getpid()))
+	if err != nil {
+		return false, nil
+	}
+	return true, g.Remove(0)
+})
 
 func TestMain(m *testing.M) {
 	// make test runs these tests under make, whose variables would reach
