@@ -30,6 +30,27 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"fakemodel": fakeModel,
 	"gone":      gone,
 	"damage":    damage,
+	"bymodes":   byModes,
+}
+
+// bymodes CMD ARGS... runs a command as file modes bind it: tests run as
+// root, who reads and enters any directory, so there it runs without the
+// capabilities that allow that (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH).
+// Its output is the script's stdout and stderr, as with exec.
+func byModes(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: bymodes CMD ARGS...")
+	}
+	if os.Geteuid() == 0 {
+		args = append([]string{"setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"}, args...)
+	}
+	err := ts.Exec(args[0], args[1:]...)
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s: %v", args[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s: unexpected success", args[0])
+	}
 }
 
 // damage FILE TEXT replaces the byte after every occurrence of TEXT in FILE
