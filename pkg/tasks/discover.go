@@ -52,7 +52,10 @@ func discover(dir string, beneath bool) (tasks []Task, problems []string, err er
 		}
 		defer project.root.Close()
 	}
-	inside := func(path string) bool { return !beneath || Within(path, dir) }
+	inside := func(string) bool { return true }
+	if beneath {
+		inside = insideOf(dir)
+	}
 	for _, find := range finders {
 		more, err := find(project)
 		for _, err := range unjoin(err) {
