@@ -82,13 +82,14 @@ func (g Group) Signal(sig syscall.Signal) error {
 	return nil
 }
 
-// Remove deletes the cgroup once its last process has exited, waiting up
-// to limit for processes just killed to finish dying. A cgroup already gone
-// is no error.
+// Remove deletes the cgroup, and the cgroups below it (those of jobs its
+// processes started), once their last process has exited, waiting up to
+// limit for processes just killed to finish dying. A cgroup already gone is
+// no error.
 func (g Group) Remove(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		err := os.Remove(g.Dir)
+		err := removeTree(g.Dir)
 		switch {
 		case err == nil || errors.Is(err, os.ErrNotExist):
 			return nil
@@ -97,6 +98,23 @@ func (g Group) Remove(limit time.Duration) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// removeTree removes the cgroup at dir after those below it. A cgroup
+// directory holds nothing else a process could remove: its files go with it.
+func removeTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return os.Remove(dir)
 }
 
 // own is the directory of the calling process's cgroup in the v2

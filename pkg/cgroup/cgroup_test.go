@@ -103,3 +103,41 @@ func TestSignalEndsEveryProcessThatLeftTheSession(t *testing.T) {
 		t.Fatalf("process %d (sleep 300, in a session of its own) survived", pid)
 	}
 }
+
+// A job started from inside another job has its cgroup below the other's:
+// ending the outer one ends both, and removing it removes both.
+func TestRemoveTakesTheCgroupsBelow(t *testing.T) {
+	g, err := New("lm-test-outer-" + strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Skipf("this system gives no writable cgroup v2: %v", err)
+	}
+	t.Cleanup(func() { g.Signal(syscall.SIGKILL); g.Remove(5 * time.Second) })
+	inner := Group{Dir: filepath.Join(g.Dir, "lm-inner")}
+	if err := os.Mkdir(inner.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := inner.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	if err := g.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("sleep 300 in the inner cgroup exited by itself")
+	}
+	if err := g.Remove(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(g.Dir); !os.IsNotExist(err) {
+		t.Fatalf("the outer cgroup is still there: %v", err)
+	}
+}
