@@ -37,9 +37,9 @@ func cgroupsWanted(env *op.Env) (bool, error) {
 	}
 }
 
-// contain gives the job a cgroup of its own where it is wanted and the
+// newCgroup gives the job a cgroup of its own where it is wanted and the
 // system allows it, and says why not in the supervisor's log otherwise.
-func contain(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
+func newCgroup(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
 	if wanted, _ := cgroupsWanted(env); !wanted {
 		log.Info("cgroups are off: the job's processes are recorded instead", "switch", cgroupSwitch)
 		return nil
@@ -52,14 +52,15 @@ func contain(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
 	return &g
 }
 
-// signal sends sig to every process of the job that lm can find: its
-// process group and everything in its cgroup.
+// signal sends sig to every process of the job that lm can find: all in
+// its cgroup, else its process group. Each gets it once: a second SIGTERM
+// means "stop now" to many programs.
 func (j Job) signal(sig syscall.Signal) {
+	if g, ok := j.cgroup(); ok && g.Signal(sig) == nil {
+		return
+	}
 	if j.PID != 0 {
 		syscall.Kill(-j.PID, sig)
-	}
-	if g, ok := j.cgroup(); ok {
-		g.Signal(sig)
 	}
 }
 

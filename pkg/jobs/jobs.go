@@ -463,8 +463,8 @@ type StopInput struct {
 // Validate takes the job from id or job_id.
 func (in *StopInput) Validate() error { return oneID(&in.ID, in.JobID) }
 
-// Stop ends a job: SIGTERM to its process group and every process in its
-// cgroup, SIGKILL after the grace period. A queued job is stopped without running.
+// Stop ends a job: SIGTERM to every process in its cgroup (or its process
+// group), SIGKILL after the grace period. A queued job is stopped without running.
 func Stop(ctx context.Context, env *op.Env, in StopInput) (StatusOutput, error) {
 	grace, err := duration.Field("grace", in.Grace, DefaultGrace)
 	if err != nil {

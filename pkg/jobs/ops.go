@@ -69,7 +69,7 @@ func Ops() []op.Operation {
 			Callers: op.Agents,
 			Summary: "Stop a job: SIGTERM to its processes, SIGKILL after the grace period", Args: []string{"id"},
 			Description: "The job is id (a positional argument on the CLI) or job_id, as run_task spells it. " +
-				"The signals go to the job's process group and, when it runs in a cgroup, to every process in it.",
+				"The signals go to every process in the job's cgroup when it runs in one, else to its process group.",
 			Effect: op.Destructive, Idempotent: true,
 		}, Stop),
 		op.New(op.Meta{

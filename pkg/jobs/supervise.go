@@ -57,8 +57,6 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	// Orphaned descendants are re-parented to the supervisor, which reaps
 	// them before it records the end: no zombies, whatever init does.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	// The supervisor outlives a panic in its helpers: the child it watches
-	// is still to be waited for, recorded and ended.
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	claimed, err := claimSlot(ctx, env, j.ID)
 	if err != nil || !claimed {
@@ -66,7 +64,7 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	}
 	// The cgroup is recorded before anything runs in it, so that whoever
 	// finds this supervisor killed can end what it started.
-	group := contain(env, log, j.ID)
+	group := newCgroup(env, log, j.ID)
 	if group != nil {
 		j.Containment, j.Cgroup = InCgroup, group.Dir
 		if err := update(ctx, env, j.ID, func(r *Job) { r.Containment, r.Cgroup = j.Containment, j.Cgroup }); err != nil {
@@ -98,6 +96,8 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 		terminate(j, DefaultGrace, nil) // stopped while it was starting
 	}
 
+	// The supervisor outlives a panic in its helpers: the child it watches
+	// is still to be waited for, recorded and ended.
 	copied := make(chan struct{})
 	guard.Go(log, "copying the job's output", func() {
 		defer close(copied)
