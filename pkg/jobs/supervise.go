@@ -74,9 +74,10 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	}
 	child, output, err := startChild(env, j, group)
 	if err != nil && group != nil {
-		// The kernel would not start the child in its cgroup (clone3 is
-		// filtered, or older than CLONE_INTO_CGROUP): run it without.
-		log.Info("cannot start the job in its cgroup: its processes are recorded instead", "reason", err)
+		// The kernel may refuse to start a child in a cgroup (clone3
+		// filtered, or older than CLONE_INTO_CGROUP): try without. A
+		// command that cannot start at all fails the same way again.
+		log.Info("the job did not start in its cgroup: trying without, recording its processes instead", "reason", err)
 		group.Remove(0)
 		group = nil
 		child, output, err = startChild(env, j, nil)
