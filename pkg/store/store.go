@@ -222,10 +222,8 @@ func (s *Store) transact(ctx context.Context, write bool, lock *fileLock, fn fun
 		return fmt.Errorf("open store %s: %w", s.Path, err)
 	}
 	defer db.Close()
-	if write && fileSizeLimited() {
-		// bbolt grows a file in 16 MiB steps; under a file size limit
-		// (ulimit -f) that fails long before the data reaches it.
-		db.AllocSize = 64 << 10
+	if write {
+		db.AllocSize = growStep
 	}
 
 	if !write {
@@ -482,3 +480,16 @@ func (l *fileLock) notify() {
 func (l *fileLock) release() {
 	syscall.Close(l.fd)
 }
+
+// growStep is how much a write grows the file by when its pages pass the
+// end: bbolt's 16 MiB made a fresh store of a few instructions 16.8 MB;
+// 1 MiB makes it 1.1 MB, and 100,000 instructions added in one batch took
+// 2.2–2.7 s against 3.5–4.9 s with 16 MiB steps (one run, alternating).
+var growStep = func() int {
+	if fileSizeLimited() {
+		// Under a file size limit (ulimit -f) big steps fail long
+		// before the data reaches it.
+		return 64 << 10
+	}
+	return 1 << 20
+}()
