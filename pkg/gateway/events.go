@@ -55,7 +55,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// issued, cannot be continued: the client reloads its state.
 	if resume {
 		switch {
-		case storeID != "" && storeID != s.opts.Env.Store.Identity():
+		case storeID != "" && storeID != queue.Identity(r.Context(), &s.opts.Env):
 			writeResync(out, "store_changed", cursor)
 			resume = false
 		case last > cursor:

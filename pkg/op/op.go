@@ -109,6 +109,9 @@ func (m Meta) Group() string { return m.Path[0] }
 // that are the transport's and an environment that is the person's.
 type Env struct {
 	Store *store.Store
+	// Queue, when set, is the URL of the database that holds the queue
+	// (postgres://…) in place of Store, which keeps what is local.
+	Queue string
 	Home  string // LM_HOME: config, templates, logs
 	// Stdin and Stdout are the caller's own streams: the command line's.
 	// Faces whose streams carry a protocol leave them nil.

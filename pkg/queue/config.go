@@ -126,7 +126,7 @@ func Config(ctx context.Context, env *op.Env, in ConfigInput) (ConfigOutput, err
 		if in.AgentStaleAfterSeconds != nil {
 			s.AgentStaleAfterSeconds = *in.AgentStaleAfterSeconds
 		}
-		if err := t.putSettings(s); err != nil {
+		if err := t.PutSettings(s); err != nil {
 			return err
 		}
 		return t.emit(EventConfigUpdated, s)
