@@ -19,6 +19,8 @@ import (
 
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/store"
 )
 
@@ -145,7 +147,15 @@ func jsonErrors(root *ucli.Command) bool {
 func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	st := store.Unusable(op.Errorf(op.KindInvalid, "cannot locate lm's store").
 		WithHint("set LM_HOME, XDG_DATA_HOME or HOME, or pass --store"))
-	path, err := store.Locate(cmd.String("store"), os.Getenv)
+	queueURL, getenv, err := queueDatabase(cmd.String("store"), os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	path, err := store.Locate(cmd.String("store"), getenv)
+	if queueURL != "" {
+		// The queue is in the database; what is local stays in lm.db.
+		path, err = store.Locate("", getenv)
+	}
 	if err == nil {
 		st = store.New(path, cmd.Duration("lock-timeout"))
 	}
@@ -162,6 +172,7 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	}
 	return &op.Env{
 		Store:   st,
+		Queue:   queueURL,
 		Home:    home,
 		Stdin:   a.streams.In,
 		Stdout:  a.streams.Out,
@@ -185,4 +196,28 @@ func (a *app) printer(cmd *ucli.Command) (*jsonio.Printer, error) {
 			hint: "add a filter, e.g. -r --jq '.items[].id'"}
 	}
 	return jsonio.NewPrinter(a.streams.Out, cmd.String("jq"), cmd.Bool("raw-output"), jsonio.IsTerminal(a.streams.Out))
+}
+
+// queueDatabase tells a database URL in --store or LM_STORE from a file
+// path: the queue then lives in the database, and getenv hides LM_STORE so
+// the local store is found at its default place. A password in --store is
+// refused: every process on the machine can read a command line.
+func queueDatabase(flag string, getenv func(string) string) (string, func(string) string, error) {
+	where := flag
+	if where == "" {
+		where = getenv("LM_STORE")
+	}
+	if !queue.IsURL(where) {
+		return "", getenv, nil
+	}
+	if flag != "" && pgstore.HasPassword(flag) {
+		return "", nil, op.Errorf(op.KindInvalid, "--store %s carries a password, which every process on this machine can read in the command line", pgstore.Redact(flag)).
+			WithHint("leave it out of the URL and set PGPASSWORD (or use ~/.pgpass or LM_STORE)")
+	}
+	return where, func(k string) string {
+		if k == "LM_STORE" {
+			return ""
+		}
+		return getenv(k)
+	}, nil
 }

@@ -79,7 +79,7 @@ func consumeHistory(b *testing.B, env *op.Env, n int) {
 		err := update(context.Background(), env, func(t *tx) error {
 			order := t.LastOrder()
 			for i := range batch {
-				order += orderStep
+				order += OrderStep
 				r := t.record(fmt.Sprintf("old %d", done+i), order)
 				if err := t.Insert([]Record{r}); err != nil {
 					return err

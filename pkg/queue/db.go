@@ -56,8 +56,8 @@ func decodeMeta(k, v []byte) ([]byte, error) {
 
 func encodeMeta(v []byte) ([]byte, error) { return v, nil }
 
-// orderStep spaces the sort keys of appended instructions.
-const orderStep = 1 << 20
+// OrderStep spaces the sort keys of appended instructions.
+const OrderStep = 1 << 20
 
 // boltStorage keeps the queue in the local bbolt store.
 type boltStorage struct{ *store.Store }
@@ -439,7 +439,7 @@ func (t *boltTx) Reorder(_, ids []string) error {
 	}
 	for i, id := range ids {
 		r, _ := t.Get(id)
-		r.Order = uint64(i+1) * orderStep
+		r.Order = uint64(i+1) * OrderStep
 		if err := t.put(r); err != nil {
 			return err
 		}

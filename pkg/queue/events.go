@@ -17,12 +17,12 @@ const (
 	EventConfigUpdated = "config.updated"
 )
 
-// eventRetention is how many events the store keeps for replay (watch
+// EventRetention is how many events the store keeps for replay (watch
 // --since, SSE Last-Event-ID); older ones are dropped as new ones arrive,
-// a trimBatch at a time, so most commits leave the oldest page alone.
+// a TrimBatch at a time, so most commits leave the oldest page alone.
 const (
-	eventRetention = 10000
-	trimBatch      = 1000
+	EventRetention = 10000
+	TrimBatch      = 1000
 )
 
 // Event is one change to the queue, recorded in the same transaction as the
@@ -65,10 +65,10 @@ func (t *boltTx) SkipEvents(n int) error {
 // deleted keys at the head of the bucket.
 func (t *boltTx) trimEvents() error {
 	b := t.Bucket(bEvents)
-	if b == nil || b.Sequence() <= eventRetention {
+	if b == nil || b.Sequence() <= EventRetention {
 		return nil
 	}
-	oldest := b.Sequence() - eventRetention
+	oldest := b.Sequence() - EventRetention
 	c := b.Cursor()
 	first, v := c.First()
 	if first == nil {
@@ -77,7 +77,7 @@ func (t *boltTx) trimEvents() error {
 	if _, err := eventsBucket.Decode(first, v); err != nil {
 		return err
 	}
-	if binary.BigEndian.Uint64(first)+trimBatch > oldest {
+	if binary.BigEndian.Uint64(first)+TrimBatch > oldest {
 		return nil // not a whole batch beyond the window yet
 	}
 	var stale [][]byte

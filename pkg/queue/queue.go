@@ -72,13 +72,13 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 		base, _ := t.Counts()
 		records := make([]Record, len(contents))
 		for i, c := range contents {
-			order += orderStep
+			order += OrderStep
 			records[i] = t.record(c, order)
 		}
 		if err := t.Insert(records); err != nil {
 			return err
 		}
-		unrecorded := len(contents) - eventRetention
+		unrecorded := len(contents) - EventRetention
 		if err := t.SkipEvents(unrecorded); err != nil {
 			return err
 		}

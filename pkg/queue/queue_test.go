@@ -114,7 +114,7 @@ func TestStatusEventsCarryDerivedFlags(t *testing.T) {
 func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 	env := testEnv(t)
 	ctx := context.Background()
-	contents := make([]string, eventRetention+500)
+	contents := make([]string, EventRetention+500)
 	for i := range contents {
 		contents[i] = "x"
 	}
@@ -122,19 +122,19 @@ func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := EventsSince(ctx, env, 0, 0)
-	if len(events) != eventRetention || events[0].ID != 501 || events[len(events)-1].ID != uint64(len(contents)) {
+	if len(events) != EventRetention || events[0].ID != 501 || events[len(events)-1].ID != uint64(len(contents)) {
 		t.Fatalf("%d events kept, ids %d..%d", len(events), events[0].ID, events[len(events)-1].ID)
 	}
 	// Old events go a batch at a time: the window grows by up to a batch.
-	Add(ctx, env, AddInput{Contents: contents[:trimBatch-1]})
+	Add(ctx, env, AddInput{Contents: contents[:TrimBatch-1]})
 	events, _ = EventsSince(ctx, env, 0, 0)
-	if len(events) != eventRetention+trimBatch-1 || events[0].ID != 501 {
+	if len(events) != EventRetention+TrimBatch-1 || events[0].ID != 501 {
 		t.Fatalf("within a batch: %d events from %d", len(events), events[0].ID)
 	}
 	Add(ctx, env, AddInput{Contents: []string{"one more", "and another"}})
 	events, _ = EventsSince(ctx, env, 0, 0)
 	last := events[len(events)-1].ID
-	if len(events) != eventRetention || events[0].ID != last-eventRetention+1 {
+	if len(events) != EventRetention || events[0].ID != last-EventRetention+1 {
 		t.Fatalf("after a whole batch: %d events from %d to %d", len(events), events[0].ID, last)
 	}
 }

@@ -48,7 +48,7 @@ func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 		}
 		r.Status, r.ConsumedAt, r.ConsumedByAgentID = StatusPending, nil, nil
 		r.Unacknowledged, r.Consumer, r.UpdatedAt = false, nil, t.now
-		r.Order = t.LastOrder() + orderStep
+		r.Order = t.LastOrder() + OrderStep
 		if err := conflictOr(t, t.Replace(r), r.ID, "requeued"); err != nil {
 			return err
 		}

@@ -1,0 +1,166 @@
+// Package pgtest runs a private PostgreSQL cluster for tests: initdb in a
+// temporary directory, a server that listens only on a unix socket there,
+// and a fresh database per test. A test package calls [Main] from TestMain
+// so the cluster stops when its tests end.
+//
+// Without PostgreSQL installed the tests that need it skip, unless
+// LM_REQUIRE_POSTGRES=1, which makes them fail (CI sets it).
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+var (
+	once    sync.Once
+	cluster *running
+	failure error
+	dbs     atomic.Int64
+)
+
+type running struct {
+	dir    string // data directory's parent, holding the socket
+	bin    string
+	cred   *syscall.Credential
+	socket string
+}
+
+// Main runs a package's tests and stops the cluster after them.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Bin finds PostgreSQL's server programs (initdb, pg_ctl): Debian keeps
+// them out of PATH, under /usr/lib/postgresql/VERSION/bin.
+func Bin() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(found) == 0 {
+		return "", fmt.Errorf("PostgreSQL is not installed (no pg_ctl in PATH or /usr/lib/postgresql/*/bin)")
+	}
+	sort.Strings(found)
+	return filepath.Dir(found[len(found)-1]), nil
+}
+
+// URL returns the URL of a new, empty database in the test cluster,
+// starting the cluster on first use. It skips the test when PostgreSQL is
+// missing, or fails it when LM_REQUIRE_POSTGRES=1.
+func URL(t testing.TB) string {
+	t.Helper()
+	once.Do(func() { cluster, failure = start() })
+	if failure != nil {
+		if os.Getenv("LM_REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("PostgreSQL: %v", failure)
+		}
+		t.Skipf("PostgreSQL: %v (LM_REQUIRE_POSTGRES=1 makes this a failure)", failure)
+	}
+	name := fmt.Sprintf("lm_test_%d", dbs.Add(1))
+	conn, err := pgx.Connect(context.Background(), cluster.url("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	return cluster.url(name)
+}
+
+// Restart stops the test cluster and starts it again (a database restart
+// under load).
+func Restart(t testing.TB) {
+	t.Helper()
+	if err := cluster.ctl("restart", "-m", "fast", "-w"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Stop stops the cluster, if one runs, and removes its files.
+func Stop() {
+	if cluster == nil {
+		return
+	}
+	cluster.ctl("stop", "-m", "immediate", "-w")
+	os.RemoveAll(cluster.dir)
+	cluster = nil
+}
+
+func (c *running) url(db string) string {
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/" + db, RawQuery: "host=" + url.QueryEscape(c.socket)}
+	return u.String()
+}
+
+// start makes and starts a cluster. As root it runs the server as the
+// postgres user, since initdb refuses to run as root.
+func start() (*running, error) {
+	bin, err := Bin()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "lm-pg-")
+	if err != nil {
+		return nil, err
+	}
+	c := &running{dir: dir, bin: bin, socket: dir}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("running as root and there is no postgres user to run the server as: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.command("initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	opts := fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
+	if out, err := c.command("pg_ctl", "start", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+	}
+	return c, nil
+}
+
+func (c *running) command(prog string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(c.bin, prog), args...)
+	cmd.Dir = c.dir
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+	}
+	return cmd
+}
+
+func (c *running) ctl(verb string, args ...string) error {
+	args = append([]string{verb, "-D", filepath.Join(c.dir, "data")}, args...)
+	if out, err := c.command("pg_ctl", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_ctl %s: %v: %s", verb, err, out)
+	}
+	return nil
+}

@@ -1,0 +1,384 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"lmtool.dev/lm/pkg/proc"
+	"lmtool.dev/lm/pkg/queue"
+)
+
+// orderLock is the transaction-level advisory lock held by whoever computes
+// or rewrites the pending order (adds, moves), so two adds cannot both
+// append after the same last instruction.
+const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
+
+// tx implements [queue.Tx] on a pgx transaction. Queries that fail leave
+// zero values and the first error in err, as the interface asks.
+type tx struct {
+	ctx     context.Context
+	tx      pgx.Tx
+	err     error
+	wrote   bool // something changed: NOTIFY on commit
+	claimed bool // a Claim reserved an instruction
+	ordered bool // orderLock is held
+	write   bool
+}
+
+func (t *tx) Err() error { return t.err }
+
+func (t *tx) fail(err error) {
+	if t.err == nil && err != nil {
+		t.err = err
+	}
+}
+
+func (t *tx) exec(sql string, args ...any) error {
+	_, err := t.tx.Exec(t.ctx, sql, args...)
+	if err == nil {
+		t.wrote = true
+	}
+	return err
+}
+
+const columns = "id, content, status, created_at, updated_at, consumed_at, consumed_by, ord, version, unacknowledged, consumer"
+
+func scanRecord(row pgx.CollectableRow) (queue.Record, error) {
+	var (
+		r        queue.Record
+		consumer []byte
+		version  int64
+		ord      int64
+	)
+	err := row.Scan(&r.ID, &r.Content, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.ConsumedAt, &r.ConsumedByAgentID, &ord, &version, &r.Unacknowledged, &consumer)
+	if err != nil {
+		return r, err
+	}
+	r.Order, r.Version = uint64(ord), uint64(version)
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	if r.ConsumedAt != nil {
+		at := r.ConsumedAt.UTC()
+		r.ConsumedAt = &at
+	}
+	if consumer != nil {
+		r.Consumer = new(proc.Process)
+		if err := json.Unmarshal(consumer, r.Consumer); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func (t *tx) records(sql string, args ...any) []queue.Record {
+	rows, err := t.tx.Query(t.ctx, sql, args...)
+	if err != nil {
+		t.fail(err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, scanRecord)
+	t.fail(err)
+	return out
+}
+
+func (t *tx) Settings() (queue.Settings, bool) {
+	var s queue.Settings
+	var raw []byte
+	err := t.tx.QueryRow(t.ctx, "SELECT settings FROM lm_queue_settings").Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, false
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &s)
+	}
+	t.fail(err)
+	return s, err == nil
+}
+
+func (t *tx) PutSettings(s queue.Settings) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO lm_queue_settings (one, settings) VALUES (true, $1)
+		ON CONFLICT (one) DO UPDATE SET settings = excluded.settings`, raw)
+}
+
+func (t *tx) Get(id string) (queue.Record, bool) {
+	rs := t.records("SELECT "+columns+" FROM lm_queue_items WHERE id = $1", id)
+	if len(rs) == 0 {
+		return queue.Record{}, false
+	}
+	return rs[0], true
+}
+
+func (t *tx) Match(s string, tail bool, max int) []string {
+	cond := "left(id, length($1)) = $1"
+	if tail {
+		cond = "right(id, length($1)) = $1"
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT id FROM lm_queue_items WHERE "+cond+" ORDER BY id LIMIT $2", s, max)
+	if err != nil {
+		t.fail(err)
+		return nil
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	t.fail(err)
+	return ids
+}
+
+// limitOf is SQL's LIMIT for the interface's limit: NULL (none) for 0.
+func limitOf(limit int) *int {
+	if limit <= 0 {
+		return nil
+	}
+	return &limit
+}
+
+func (t *tx) Pending(limit int) []queue.Record {
+	return t.records("SELECT "+columns+" FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT $1", limitOf(limit))
+}
+
+func (t *tx) Consumed(limit int) []queue.Record {
+	return t.records("SELECT * FROM (SELECT "+columns+` FROM lm_queue_items WHERE status = 'consumed'
+		ORDER BY consumed_at DESC, id DESC LIMIT $1) newest ORDER BY consumed_at, id`, limitOf(limit))
+}
+
+func (t *tx) Position(order uint64) int {
+	var n int
+	err := t.tx.QueryRow(t.ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM lm_queue_items WHERE status = 'pending' AND ord = $1)
+		THEN (SELECT count(*) FROM lm_queue_items WHERE status = 'pending' AND ord <= $1) ELSE 0 END`, int64(order)).Scan(&n)
+	t.fail(err)
+	return n
+}
+
+func (t *tx) Counts() (pending, consumed int) {
+	err := t.tx.QueryRow(t.ctx, `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed')
+		FROM lm_queue_items`).Scan(&pending, &consumed)
+	t.fail(err)
+	return pending, consumed
+}
+
+// lockOrder takes orderLock once per transaction; a read-only transaction
+// needs none.
+func (t *tx) lockOrder() error {
+	if t.ordered || !t.write {
+		return nil
+	}
+	if _, err := t.tx.Exec(t.ctx, "SELECT pg_advisory_xact_lock($1)", int64(orderLock)); err != nil {
+		return err
+	}
+	t.ordered = true
+	return nil
+}
+
+func (t *tx) LastOrder() uint64 {
+	if err := t.lockOrder(); err != nil {
+		t.fail(err)
+		return 0
+	}
+	var last int64
+	err := t.tx.QueryRow(t.ctx, "SELECT coalesce(max(ord), 0) FROM lm_queue_items WHERE status = 'pending'").Scan(&last)
+	t.fail(err)
+	return uint64(last)
+}
+
+func consumerJSON(p *proc.Process) ([]byte, error) {
+	if p == nil {
+		return nil, nil
+	}
+	return json.Marshal(p)
+}
+
+func (t *tx) Insert(rs []queue.Record) error {
+	rows := make([][]any, len(rs))
+	for i, r := range rs {
+		consumer, err := consumerJSON(r.Consumer)
+		if err != nil {
+			return err
+		}
+		rows[i] = []any{r.ID, r.Content, r.Status, r.CreatedAt, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID,
+			int64(r.Order), int64(r.Version), r.Unacknowledged, consumer}
+	}
+	cols := []string{"id", "content", "status", "created_at", "updated_at", "consumed_at", "consumed_by", "ord", "version", "unacknowledged", "consumer"}
+	if _, err := t.tx.CopyFrom(t.ctx, pgx.Identifier{"lm_queue_items"}, cols, pgx.CopyFromRows(rows)); err != nil {
+		return err
+	}
+	t.wrote = true
+	return nil
+}
+
+// Claim reserves the head of the queue with a row lock other claimers skip.
+// A claimer whose snapshot still showed a row another one just consumed
+// finds it gone on locking and gets no row; it looks once more, with a
+// snapshot that shows the consumption.
+func (t *tx) Claim() (queue.Record, bool) {
+	for range 2 {
+		rs := t.records("SELECT " + columns + " FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT 1 FOR UPDATE SKIP LOCKED")
+		if len(rs) == 1 {
+			t.claimed = true
+			return rs[0], true
+		}
+		if t.err != nil {
+			break
+		}
+	}
+	return queue.Record{}, false
+}
+
+func (t *tx) Replace(r queue.Record) error {
+	consumer, err := consumerJSON(r.Consumer)
+	if err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(t.ctx, `UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
+		consumed_by = $7, ord = $8, unacknowledged = $9, consumer = $10, version = version + 1
+		WHERE id = $1 AND version = $2`,
+		r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrConflict
+	}
+	t.wrote = true
+	return nil
+}
+
+func (t *tx) Remove(r queue.Record) error {
+	tag, err := t.tx.Exec(t.ctx, "DELETE FROM lm_queue_items WHERE id = $1 AND version = $2", r.ID, int64(r.Version))
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return queue.ErrConflict
+	}
+	t.wrote = true
+	return nil
+}
+
+// Reorder accepts a before that lacks only instructions consumed or deleted
+// meanwhile; one added or moved meanwhile is a conflict.
+func (t *tx) Reorder(before, ids []string) error {
+	if err := t.lockOrder(); err != nil {
+		return err
+	}
+	rows, err := t.tx.Query(t.ctx, "SELECT id FROM lm_queue_items WHERE status = 'pending' ORDER BY ord FOR UPDATE")
+	if err != nil {
+		return err
+	}
+	now, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	gone := func(id string) bool { return !slices.Contains(now, id) }
+	if !slices.Equal(slices.DeleteFunc(slices.Clone(before), gone), now) {
+		return queue.ErrConflict
+	}
+	ids = slices.DeleteFunc(slices.Clone(ids), gone)
+	orders := make([]int64, len(ids))
+	for i := range ids {
+		orders[i] = int64(i+1) * queue.OrderStep
+	}
+	return t.exec(`UPDATE lm_queue_items SET ord = v.ord FROM unnest($1::text[], $2::bigint[]) AS v(id, ord)
+		WHERE lm_queue_items.id = v.id`, ids, orders)
+}
+
+func (t *tx) Agent(id string) (queue.Agent, bool) {
+	var a queue.Agent
+	var raw []byte
+	err := t.tx.QueryRow(t.ctx, "SELECT agent FROM lm_queue_agents WHERE agent_id = $1", id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return a, false
+	}
+	if err == nil {
+		err = json.Unmarshal(raw, &a)
+	}
+	t.fail(err)
+	return a, err == nil
+}
+
+func (t *tx) PutAgent(a queue.Agent) error {
+	a.Waiting, a.Connected = false, false // derived on read
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return t.exec(`INSERT INTO lm_queue_agents (agent_id, agent) VALUES ($1, $2)
+		ON CONFLICT (agent_id) DO UPDATE SET agent = excluded.agent`, a.AgentID, raw)
+}
+
+func (t *tx) Agents() []queue.Agent {
+	out := []queue.Agent{}
+	rows, err := t.tx.Query(t.ctx, "SELECT agent FROM lm_queue_agents")
+	if err != nil {
+		t.fail(err)
+		return out
+	}
+	raws, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	t.fail(err)
+	for _, raw := range raws {
+		var a queue.Agent
+		if err := json.Unmarshal(raw, &a); err != nil {
+			t.fail(err)
+			return out
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Emit takes the next id under the sequence row's lock, which it holds
+// until commit: events commit in the order of their ids, so a reader that
+// saw id n has seen every id below it.
+func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
+	var id int64
+	err := t.tx.QueryRow(t.ctx, `WITH next AS (UPDATE lm_queue_meta SET event_seq = event_seq + 1 RETURNING event_seq)
+		INSERT INTO lm_queue_events (id, type, at, data) SELECT event_seq, $1, $2, $3 FROM next RETURNING id`,
+		typ, at, string(data)).Scan(&id)
+	if err != nil {
+		return err
+	}
+	t.wrote = true
+	if id%queue.TrimBatch == 0 {
+		return t.exec("DELETE FROM lm_queue_events WHERE id <= $1", id-queue.EventRetention)
+	}
+	return nil
+}
+
+func (t *tx) SkipEvents(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	return t.exec("UPDATE lm_queue_meta SET event_seq = event_seq + $1", n)
+}
+
+func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
+	rows, err := t.tx.Query(t.ctx, "SELECT id, type, at, data FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2", int64(seq), limitOf(limit))
+	if err != nil {
+		t.fail(err)
+		return nil
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Event, error) {
+		var (
+			e    queue.Event
+			id   int64
+			data string
+		)
+		err := row.Scan(&id, &e.Type, &e.Timestamp, &data)
+		e.ID, e.Timestamp, e.Data = uint64(id), e.Timestamp.UTC(), json.RawMessage(data)
+		return e, err
+	})
+	t.fail(err)
+	return out
+}
+
+func (t *tx) LastEvent() uint64 {
+	var seq int64
+	t.fail(t.tx.QueryRow(t.ctx, "SELECT event_seq FROM lm_queue_meta").Scan(&seq))
+	return uint64(seq)
+}
