@@ -136,6 +136,9 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 	if err == nil {
 		err = t.err
 	}
+	if err == nil {
+		err = t.trimEvents()
+	}
 	if err == nil && t.wrote {
 		_, err = ptx.Exec(ctx, "SELECT pg_notify($1, '')", channel)
 	}

@@ -28,6 +28,7 @@ type tx struct {
 	claimed bool // a Claim reserved an instruction
 	ordered bool // orderLock is held
 	write   bool
+	emitted bool // an event was recorded: trim the log before commit
 }
 
 func (t *tx) Err() error { return t.err }
@@ -343,11 +344,22 @@ func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	t.wrote = true
-	if id%queue.TrimBatch == 0 {
-		return t.exec("DELETE FROM lm_queue_events WHERE id <= $1", id-queue.EventRetention)
-	}
+	t.wrote, t.emitted = true, true
 	return nil
+}
+
+// trimEvents drops the events older than the retention window once a
+// whole batch of them is beyond it, as the local store does.
+func (t *tx) trimEvents() error {
+	if !t.emitted {
+		return nil
+	}
+	var first, last int64
+	err := t.tx.QueryRow(t.ctx, "SELECT coalesce((SELECT min(id) FROM lm_queue_events), 0), event_seq FROM lm_queue_meta").Scan(&first, &last)
+	if err != nil || first == 0 || first+queue.TrimBatch > last-queue.EventRetention {
+		return err
+	}
+	return t.exec("DELETE FROM lm_queue_events WHERE id <= $1", last-queue.EventRetention)
 }
 
 func (t *tx) SkipEvents(n int) error {
