@@ -27,12 +27,13 @@ import (
 
 var (
 	once    sync.Once
-	cluster *running
+	cluster *Cluster
 	failure error
 	dbs     atomic.Int64
 )
 
-type running struct {
+// Cluster is a running private PostgreSQL server.
+type Cluster struct {
 	dir    string // data directory's parent, holding the socket
 	bin    string
 	cred   *syscall.Credential
@@ -60,20 +61,43 @@ func Bin() (string, error) {
 	return filepath.Dir(found[len(found)-1]), nil
 }
 
-// URL returns the URL of a new, empty database in the test cluster,
-// starting the cluster on first use. It skips the test when PostgreSQL is
-// missing, or fails it when LM_REQUIRE_POSTGRES=1.
+// URL returns the URL of a new, empty database in the package's shared
+// cluster, starting it on first use (see [Main]).
 func URL(t testing.TB) string {
 	t.Helper()
 	once.Do(func() { cluster, failure = start() })
-	if failure != nil {
-		if os.Getenv("LM_REQUIRE_POSTGRES") == "1" {
-			t.Fatalf("PostgreSQL: %v", failure)
-		}
-		t.Skipf("PostgreSQL: %v (LM_REQUIRE_POSTGRES=1 makes this a failure)", failure)
+	unavailable(t, failure)
+	return cluster.URL(t)
+}
+
+// Own starts a cluster for the calling test alone, stopped when it ends:
+// for packages whose TestMain cannot call [Main].
+func Own(t testing.TB) *Cluster {
+	t.Helper()
+	c, err := start()
+	unavailable(t, err)
+	t.Cleanup(c.stop)
+	return c
+}
+
+// unavailable skips the test when PostgreSQL could not start, or fails it
+// when LM_REQUIRE_POSTGRES=1.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
 	}
+	if os.Getenv("LM_REQUIRE_POSTGRES") == "1" {
+		t.Fatalf("PostgreSQL: %v", err)
+	}
+	t.Skipf("PostgreSQL: %v (LM_REQUIRE_POSTGRES=1 makes this a failure)", err)
+}
+
+// URL returns the URL of a new, empty database in the cluster.
+func (c *Cluster) URL(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("lm_test_%d", dbs.Add(1))
-	conn, err := pgx.Connect(context.Background(), cluster.url("postgres"))
+	conn, err := pgx.Connect(context.Background(), c.url("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,36 +105,39 @@ func URL(t testing.TB) string {
 	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	return cluster.url(name)
+	return c.url(name)
 }
 
-// Restart stops the test cluster and starts it again (a database restart
-// under load).
-func Restart(t testing.TB) {
+// Restart stops the cluster and starts it again, as a database restart
+// under load does.
+func (c *Cluster) Restart(t testing.TB) {
 	t.Helper()
-	if err := cluster.ctl("restart", "-m", "fast", "-w"); err != nil {
+	if err := c.ctl("restart", "-m", "fast", "-w"); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// Stop stops the cluster, if one runs, and removes its files.
+// Stop stops the shared cluster, if one runs, and removes its files.
 func Stop() {
-	if cluster == nil {
-		return
+	if cluster != nil {
+		cluster.stop()
+		cluster = nil
 	}
-	cluster.ctl("stop", "-m", "immediate", "-w")
-	os.RemoveAll(cluster.dir)
-	cluster = nil
 }
 
-func (c *running) url(db string) string {
+func (c *Cluster) stop() {
+	c.ctl("stop", "-m", "immediate", "-w")
+	os.RemoveAll(c.dir)
+}
+
+func (c *Cluster) url(db string) string {
 	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/" + db, RawQuery: "host=" + url.QueryEscape(c.socket)}
 	return u.String()
 }
 
 // start makes and starts a cluster. As root it runs the server as the
 // postgres user, since initdb refuses to run as root.
-func start() (*running, error) {
+func start() (*Cluster, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -119,7 +146,7 @@ func start() (*running, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &running{dir: dir, bin: bin, socket: dir}
+	c := &Cluster{dir: dir, bin: bin, socket: dir}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
@@ -148,7 +175,7 @@ func start() (*running, error) {
 	return c, nil
 }
 
-func (c *running) command(prog string, args ...string) *exec.Cmd {
+func (c *Cluster) command(prog string, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(c.bin, prog), args...)
 	cmd.Dir = c.dir
 	if c.cred != nil {
@@ -157,7 +184,7 @@ func (c *running) command(prog string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func (c *running) ctl(verb string, args ...string) error {
+func (c *Cluster) ctl(verb string, args ...string) error {
 	args = append([]string{verb, "-D", filepath.Join(c.dir, "data")}, args...)
 	if out, err := c.command("pg_ctl", args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_ctl %s: %v: %s", verb, err, out)

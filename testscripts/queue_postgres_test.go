@@ -1,0 +1,247 @@
+package testscripts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
+)
+
+// teamEnv is the environment of lm processes on one machine of a team:
+// their own LM_HOME, the queue in the database at url.
+func teamEnv(home, url string) []string {
+	return append(lmEnv(home), "LM_STORE="+url)
+}
+
+// teamDatabase starts a private cluster, migrates a new database with
+// lm store migrate and returns its URL.
+func teamDatabase(t *testing.T) string {
+	t.Helper()
+	url := pgtest.Own(t).URL(t)
+	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "store", "migrate", "-r", "--jq", `"\(.from) \(.to)"`)
+	if out != "0 1\n" {
+		t.Fatalf("lm store migrate: %q", out)
+	}
+	return url
+}
+
+// TestPostgresExactlyOnceAcrossProcesses races 2 producer processes adding
+// 2,000 instructions against 3 `lm mcp` processes with 8 agents each and
+// 2 `lm queue next` loops, each on its own LM_HOME as on its own machine,
+// all on one database: every instruction is delivered exactly once.
+func TestPostgresExactlyOnceAcrossProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process race: not in -short")
+	}
+	url := teamDatabase(t)
+	runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "config", "default_wait_seconds=1")
+	const producers, perProducer = 2, 1000
+
+	var mu sync.Mutex
+	delivered := map[string]int{}
+	record := func(content string) {
+		mu.Lock()
+		delivered[content]++
+		mu.Unlock()
+	}
+	produced := make(chan struct{})
+	done := func(empty bool) bool {
+		select {
+		case <-produced:
+			return empty
+		default:
+			return false
+		}
+	}
+	var consumers sync.WaitGroup
+	for i := range 3 {
+		c := startMCPEnv(t, teamEnv(t.TempDir(), url), "", fmt.Sprintf("mcp-%d", i))
+		for j := range 8 {
+			agent := fmt.Sprintf("mcp-%d-%d", i, j)
+			consumers.Go(func() {
+				for {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					r, err := callNext(ctx, c, agent)
+					cancel()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r.Instruction != nil {
+						record(r.Instruction.Content)
+					}
+					if done(r.Instruction == nil) {
+						return
+					}
+				}
+			})
+		}
+	}
+	for i := range 2 {
+		env := teamEnv(t.TempDir(), url)
+		consumers.Go(func() {
+			for {
+				out, code := runLMEnv(t, env, "", "queue", "next", "--agent-id", fmt.Sprintf("cli-%d", i), "-r", "--jq", ".instruction.content // empty")
+				if code == 0 {
+					record(strings.TrimSuffix(out, "\n"))
+				}
+				if done(code == 7) {
+					return
+				}
+			}
+		})
+	}
+	var wg sync.WaitGroup
+	for p := range producers {
+		env := teamEnv(t.TempDir(), url)
+		wg.Go(func() {
+			for i := 0; i < perProducer; {
+				n := min(1+rand.IntN(40), perProducer-i)
+				var lines strings.Builder
+				for j := range n {
+					fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("p%d-%d", p, i+j))
+				}
+				runLMEnv(t, env, lines.String(), "queue", "add", "--jsonl")
+				i += n
+			}
+		})
+	}
+	wg.Wait()
+	close(produced)
+	consumers.Wait()
+
+	if len(delivered) != producers*perProducer {
+		t.Errorf("%d distinct instructions delivered, want %d", len(delivered), producers*perProducer)
+	}
+	for content, n := range delivered {
+		if n != 1 {
+			t.Errorf("%q delivered %d times", content, n)
+		}
+	}
+	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
+	if want := fmt.Sprintf("0 %d\n", producers*perProducer); out != want {
+		t.Errorf("status counts %q, want %q", out, want)
+	}
+}
+
+// TestPostgresWaiterWakesOnAnotherMachinesAdd: a `lm queue next` waiting
+// up to an hour on one LM_HOME takes an instruction another LM_HOME adds,
+// woken by NOTIFY, long before its wait would end.
+func TestPostgresWaiterWakesOnAnotherMachinesAdd(t *testing.T) {
+	url := teamDatabase(t)
+	adder := teamEnv(t.TempDir(), url)
+	runLMEnv(t, adder, "", "queue", "config", "default_wait_seconds=3600")
+	waiter := exec.Command("lm", "queue", "next", "--agent-id", "far")
+	waiter.Env = teamEnv(t.TempDir(), url)
+	var stdout strings.Builder
+	waiter.Stdout = &stdout
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Process.Kill()
+	waitFor(t, func() bool {
+		out, _ := runLMEnv(t, adder, "", "queue", "status", "-r", "--jq", `.agents[] | select(.agent_id=="far") | .waiting`)
+		return strings.TrimSpace(out) == "true"
+	})
+	runLMEnv(t, adder, "", "queue", "add", "from afar")
+	if err := waiter.Wait(); err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	var got nextResult
+	if err := json.Unmarshal([]byte(stdout.String()), &got); err != nil || got.Instruction == nil || got.Instruction.Content != "from afar" {
+		t.Fatalf("waiter printed %q (%v)", stdout.String(), err)
+	}
+}
+
+// TestPostgresKilledClaimersLeaveNothingBetween SIGKILLs adders and
+// claimers at random moments: every instruction ends pending, or consumed
+// with its agent and time, and none is both lost and unlisted.
+func TestPostgresKilledClaimersLeaveNothingBetween(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill loop: not in -short")
+	}
+	url := teamDatabase(t)
+	env := teamEnv(t.TempDir(), url)
+	runLMEnv(t, env, "", "queue", "config", "default_wait_seconds=1")
+	runLMEnv(t, env, "", "queue", "add", "first")
+	for round := range 20 {
+		var cmds []*exec.Cmd
+		for i := range 3 {
+			cmd := exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-%d", round, i))
+			if i == 0 {
+				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
+			}
+			cmd.Env = env
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, cmd)
+		}
+		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
+		for _, cmd := range cmds {
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+		}
+	}
+	list, _ := runLMEnv(t, env, "", "queue", "list", "--status", "all")
+	var items struct {
+		Items []struct {
+			Content    string  `json:"content"`
+			Status     string  `json:"status"`
+			ConsumedAt *string `json:"consumed_at"`
+			Agent      *string `json:"consumed_by_agent_id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(list), &items); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, it := range items.Items {
+		if seen[it.Content] {
+			t.Errorf("%q listed twice", it.Content)
+		}
+		seen[it.Content] = true
+		switch it.Status {
+		case "pending":
+			if it.ConsumedAt != nil || it.Agent != nil {
+				t.Errorf("pending %q carries a consumer", it.Content)
+			}
+		case "consumed":
+			if it.ConsumedAt == nil || it.Agent == nil {
+				t.Errorf("consumed %q lacks its agent or time", it.Content)
+			}
+		default:
+			t.Errorf("%q is %q", it.Content, it.Status)
+		}
+	}
+	if !seen["first"] {
+		t.Error("the instruction added before the kills is gone")
+	}
+}
+
+// TestPostgresPasswordNeverInArgvNorMessages: a --store URL with a
+// password is refused without echoing it, and an unreachable database is
+// exit 6 with the URL shown masked.
+func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
+	home := t.TempDir()
+	cmd := exec.Command("lm", "--store", "postgres://lm:hunter2@127.0.0.1:1/lm", "queue", "list")
+	cmd.Env = lmEnv(home)
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "PGPASSWORD") {
+		t.Fatalf("password in --store: %v %s", err, out)
+	}
+	cmd = exec.Command("lm", "queue", "list")
+	cmd.Env = append(lmEnv(home), "LM_STORE=postgres://lm:hunter2@127.0.0.1:1/lm?connect_timeout=2")
+	out, err = cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
+		t.Fatalf("unreachable database: %v %s", err, out)
+	}
+}
