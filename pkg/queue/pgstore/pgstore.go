@@ -136,11 +136,8 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 	if err == nil {
 		err = t.err
 	}
-	if err == nil {
-		err = t.trimEvents()
-	}
-	if err == nil && t.wrote {
-		_, err = ptx.Exec(ctx, "SELECT pg_notify($1, '')", channel)
+	if err == nil && write {
+		err = t.flush()
 	}
 	if err != nil {
 		ptx.Rollback(context.WithoutCancel(ctx))

@@ -33,8 +33,9 @@ var migrations = []string{
 	CREATE TABLE lm_queue_settings (one boolean PRIMARY KEY CHECK (one), settings jsonb NOT NULL);
 	CREATE TABLE lm_queue_agents (agent_id text PRIMARY KEY, agent jsonb NOT NULL);
 	CREATE TABLE lm_queue_events (id bigint PRIMARY KEY, type text NOT NULL, at timestamptz NOT NULL, data json NOT NULL);
-	CREATE TABLE lm_queue_meta (one boolean PRIMARY KEY CHECK (one), identity text NOT NULL, event_seq bigint NOT NULL);
-	INSERT INTO lm_queue_meta VALUES (true, gen_random_uuid()::text, 0);`,
+	CREATE TABLE lm_queue_meta (one boolean PRIMARY KEY CHECK (one), identity text NOT NULL, event_seq bigint NOT NULL,
+		pending_count bigint NOT NULL, consumed_count bigint NOT NULL);
+	INSERT INTO lm_queue_meta VALUES (true, gen_random_uuid()::text, 0, 0, 0);`,
 }
 
 // SchemaVersion is the schema this binary reads and writes.

@@ -28,7 +28,10 @@ type tx struct {
 	claimed bool // a Claim reserved an instruction
 	ordered bool // orderLock is held
 	write   bool
-	emitted bool // an event was recorded: trim the log before commit
+	events  pendingEvents
+	counted counted
+	// settings caches the settings row, read several times a transaction.
+	settings *queue.Settings
 }
 
 func (t *tx) Err() error { return t.err }
@@ -87,6 +90,9 @@ func (t *tx) records(sql string, args ...any) []queue.Record {
 }
 
 func (t *tx) Settings() (queue.Settings, bool) {
+	if t.settings != nil {
+		return *t.settings, true
+	}
 	var s queue.Settings
 	var raw []byte
 	err := t.tx.QueryRow(t.ctx, "SELECT settings FROM lm_queue_settings").Scan(&raw)
@@ -97,6 +103,9 @@ func (t *tx) Settings() (queue.Settings, bool) {
 		err = json.Unmarshal(raw, &s)
 	}
 	t.fail(err)
+	if err == nil {
+		t.settings = &s
+	}
 	return s, err == nil
 }
 
@@ -105,6 +114,7 @@ func (t *tx) PutSettings(s queue.Settings) error {
 	if err != nil {
 		return err
 	}
+	t.settings = &s
 	return t.exec(`INSERT INTO lm_queue_settings (one, settings) VALUES (true, $1)
 		ON CONFLICT (one) DO UPDATE SET settings = excluded.settings`, raw)
 }
@@ -157,11 +167,25 @@ func (t *tx) Position(order uint64) int {
 	return n
 }
 
+// Counts reads the counters every commit adds its changes to (counting
+// rows would read every pending instruction on every claim), plus this
+// transaction's own changes.
 func (t *tx) Counts() (pending, consumed int) {
-	err := t.tx.QueryRow(t.ctx, `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed')
-		FROM lm_queue_items`).Scan(&pending, &consumed)
+	err := t.tx.QueryRow(t.ctx, "SELECT pending_count, consumed_count FROM lm_queue_meta").Scan(&pending, &consumed)
 	t.fail(err)
-	return pending, consumed
+	return pending + int(t.counted.pending), consumed + int(t.counted.consumed)
+}
+
+// counted are a transaction's changes to the counts, added to the stored
+// counters as it commits.
+type counted struct{ pending, consumed int64 }
+
+func (c *counted) add(status string, delta int64) {
+	if status == queue.StatusPending {
+		c.pending += delta
+	} else {
+		c.consumed += delta
+	}
 }
 
 // lockOrder takes orderLock once per transaction; a read-only transaction
@@ -210,6 +234,7 @@ func (t *tx) Insert(rs []queue.Record) error {
 		return err
 	}
 	t.wrote = true
+	t.counted.pending += int64(len(rs))
 	return nil
 }
 
@@ -236,29 +261,35 @@ func (t *tx) Replace(r queue.Record) error {
 	if err != nil {
 		return err
 	}
-	tag, err := t.tx.Exec(t.ctx, `UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
+	var was string
+	err = t.tx.QueryRow(t.ctx, `WITH old AS (SELECT id, status FROM lm_queue_items WHERE id = $1 AND version = $2 FOR UPDATE)
+		UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
 		consumed_by = $7, ord = $8, unacknowledged = $9, consumer = $10, version = version + 1
-		WHERE id = $1 AND version = $2`,
-		r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer)
+		FROM old WHERE lm_queue_items.id = old.id RETURNING old.status`,
+		r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer).Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return queue.ErrConflict
+	}
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return queue.ErrConflict
-	}
 	t.wrote = true
+	t.counted.add(was, -1)
+	t.counted.add(r.Status, 1)
 	return nil
 }
 
 func (t *tx) Remove(r queue.Record) error {
-	tag, err := t.tx.Exec(t.ctx, "DELETE FROM lm_queue_items WHERE id = $1 AND version = $2", r.ID, int64(r.Version))
+	var was string
+	err := t.tx.QueryRow(t.ctx, "DELETE FROM lm_queue_items WHERE id = $1 AND version = $2 RETURNING status", r.ID, int64(r.Version)).Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return queue.ErrConflict
+	}
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return queue.ErrConflict
-	}
 	t.wrote = true
+	t.counted.add(was, -1)
 	return nil
 }
 
@@ -333,40 +364,68 @@ func (t *tx) Agents() []queue.Agent {
 	return out
 }
 
-// Emit takes the next id under the sequence row's lock, which it holds
-// until commit: events commit in the order of their ids, so a reader that
-// saw id n has seen every id below it.
+// Emit keeps the event until the transaction ends (see [tx.flush]).
 func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
-	var id int64
-	err := t.tx.QueryRow(t.ctx, `WITH next AS (UPDATE lm_queue_meta SET event_seq = event_seq + 1 RETURNING event_seq)
-		INSERT INTO lm_queue_events (id, type, at, data) SELECT event_seq, $1, $2, $3 FROM next RETURNING id`,
-		typ, at, string(data)).Scan(&id)
-	if err != nil {
-		return err
-	}
-	t.wrote, t.emitted = true, true
+	t.events.next++
+	t.events.offsets = append(t.events.offsets, t.events.next)
+	t.events.types = append(t.events.types, typ)
+	t.events.ats = append(t.events.ats, at)
+	t.events.data = append(t.events.data, string(data))
 	return nil
 }
 
-// trimEvents drops the events older than the retention window once a
-// whole batch of them is beyond it, as the local store does.
-func (t *tx) trimEvents() error {
-	if !t.emitted {
-		return nil
+func (t *tx) SkipEvents(n int) error {
+	if n > 0 {
+		t.events.next += int64(n)
 	}
-	var first, last int64
-	err := t.tx.QueryRow(t.ctx, "SELECT coalesce((SELECT min(id) FROM lm_queue_events), 0), event_seq FROM lm_queue_meta").Scan(&first, &last)
-	if err != nil || first == 0 || first+queue.TrimBatch > last-queue.EventRetention {
-		return err
-	}
-	return t.exec("DELETE FROM lm_queue_events WHERE id <= $1", last-queue.EventRetention)
+	return nil
 }
 
-func (t *tx) SkipEvents(n int) error {
-	if n <= 0 {
+// pendingEvents are the events of a transaction, recorded as it commits.
+// Offsets count from the sequence's value then, so skips stay in place.
+type pendingEvents struct {
+	next    int64 // the last offset taken
+	offsets []int64
+	types   []string
+	ats     []time.Time
+	data    []string
+}
+
+// flush records the transaction's events and changes to the counts, and
+// sends the change notification, as late as possible: taking ids locks the sequence row
+// until commit, so events commit in the order of their ids and a reader
+// that saw id n has seen every id below it — and every other writer of
+// events waits for that lock, for one statement and the commit.
+func (t *tx) flush() error {
+	e := &t.events
+	if e.next == 0 && t.counted == (counted{}) {
+		if t.wrote {
+			return t.exec("SELECT pg_notify($1, '')", channel)
+		}
 		return nil
 	}
-	return t.exec("UPDATE lm_queue_meta SET event_seq = event_seq + $1", n)
+	var base, first int64
+	err := t.tx.QueryRow(t.ctx, `WITH next AS (
+			UPDATE lm_queue_meta SET event_seq = event_seq + $1,
+				pending_count = pending_count + $7, consumed_count = consumed_count + $8
+			RETURNING event_seq - $1 AS base, coalesce((SELECT min(id) FROM lm_queue_events), 0) AS first, pg_notify($6, '')
+		), recorded AS (
+			INSERT INTO lm_queue_events (id, type, at, data)
+			SELECT next.base + e.off, e.type, e.at, e.data::json
+			FROM next, unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[]) AS e(off, type, at, data)
+		)
+		SELECT base, first FROM next`,
+		e.next, e.offsets, e.types, e.ats, e.data, channel, t.counted.pending, t.counted.consumed).Scan(&base, &first)
+	if err != nil {
+		return err
+	}
+	t.wrote = true
+	// Drop the events older than the retention window once a whole batch
+	// of them is beyond it, as the local store does.
+	if oldest := base + e.next - queue.EventRetention; first > 0 && first+queue.TrimBatch <= oldest {
+		_, err = t.tx.Exec(t.ctx, "DELETE FROM lm_queue_events WHERE id <= $1", oldest)
+	}
+	return err
 }
 
 func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {

@@ -65,7 +65,7 @@ func Bin() (string, error) {
 // cluster, starting it on first use (see [Main]).
 func URL(t testing.TB) string {
 	t.Helper()
-	once.Do(func() { cluster, failure = start() })
+	once.Do(func() { cluster, failure = Start() })
 	unavailable(t, failure)
 	return cluster.URL(t)
 }
@@ -74,9 +74,9 @@ func URL(t testing.TB) string {
 // for packages whose TestMain cannot call [Main].
 func Own(t testing.TB) *Cluster {
 	t.Helper()
-	c, err := start()
+	c, err := Start()
 	unavailable(t, err)
-	t.Cleanup(c.stop)
+	t.Cleanup(c.Stop)
 	return c
 }
 
@@ -96,16 +96,25 @@ func unavailable(t testing.TB, err error) {
 // URL returns the URL of a new, empty database in the cluster.
 func (c *Cluster) URL(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("lm_test_%d", dbs.Add(1))
-	conn, err := pgx.Connect(context.Background(), c.url("postgres"))
+	url, err := c.Database()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return url
+}
+
+// Database creates a new, empty database and returns its URL.
+func (c *Cluster) Database() (string, error) {
+	name := fmt.Sprintf("lm_test_%d", dbs.Add(1))
+	conn, err := pgx.Connect(context.Background(), c.url("postgres"))
+	if err != nil {
+		return "", err
+	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(context.Background(), "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return c.url(name)
+	return c.url(name), nil
 }
 
 // Restart stops the cluster and starts it again, as a database restart
@@ -120,12 +129,13 @@ func (c *Cluster) Restart(t testing.TB) {
 // Stop stops the shared cluster, if one runs, and removes its files.
 func Stop() {
 	if cluster != nil {
-		cluster.stop()
+		cluster.Stop()
 		cluster = nil
 	}
 }
 
-func (c *Cluster) stop() {
+// Stop stops the cluster and removes its files.
+func (c *Cluster) Stop() {
 	c.ctl("stop", "-m", "immediate", "-w")
 	os.RemoveAll(c.dir)
 }
@@ -135,9 +145,10 @@ func (c *Cluster) url(db string) string {
 	return u.String()
 }
 
-// start makes and starts a cluster. As root it runs the server as the
-// postgres user, since initdb refuses to run as root.
-func start() (*Cluster, error) {
+// Start makes and starts a cluster in a new temporary directory. As root
+// it runs the server as the postgres user, since initdb refuses to run as
+// root.
+func Start() (*Cluster, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
