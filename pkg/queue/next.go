@@ -153,6 +153,12 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 	}
 	for {
 		ok, err := claim()
+		if err != nil && waiting != "" && op.KindOf(err) == op.KindUnavailable {
+			// The store went away while we waited (a database
+			// restarting): keep waiting. Its watch signals again once it
+			// is back, and the next look finds what was added meanwhile.
+			err = nil
+		}
 		if err != nil {
 			finish(env, agent, "", false)
 			return NextOutput{}, err

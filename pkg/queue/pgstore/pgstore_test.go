@@ -209,3 +209,62 @@ func waitUntilWaiting(t *testing.T, url string) {
 	}
 	t.Fatal("no session waited on a lock within 10s")
 }
+
+// PostgreSQL restarts while an agent waits: operations meanwhile fail as
+// unavailable (exit 6), and the waiting call carries on and takes the
+// instruction added once the database is back.
+func TestWaitingCallSurvivesDatabaseRestart(t *testing.T) {
+	cluster := pgtest.Own(t)
+	url := cluster.URL(t)
+	ctx := context.Background()
+	if _, err := pgstore.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	env := &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Queue: url, Stderr: io.Discard, Now: time.Now}
+	wait := 120
+	if _, err := queue.Config(ctx, env, queue.ConfigInput{DefaultWaitSeconds: &wait}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan queue.NextOutput, 1)
+	failed := make(chan error, 1)
+	go func() {
+		out, err := queue.Next(ctx, env, queue.NextInput{AgentID: "patient"})
+		if err != nil {
+			failed <- err
+		}
+		got <- out
+	}()
+	for range 1000 {
+		s, _ := queue.Status(ctx, env, queue.Empty{})
+		if s.Agent != nil && s.Agent.Waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cluster.Restart(t)
+	// The pool's connections died with the server: calls fail as
+	// unavailable until it has new ones.
+	var err error
+	for range 100 {
+		if _, err = queue.Add(ctx, env, queue.AddInput{Content: "after the restart"}); err == nil {
+			break
+		}
+		if op.KindOf(err) != op.KindUnavailable || strings.Contains(err.Error(), "password") {
+			t.Fatalf("add during the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the waiting call ended with %v", err)
+	case out := <-got:
+		if out.Instruction == nil || out.Instruction.Content != "after the restart" {
+			t.Fatalf("the waiting call got %+v", out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the waiting call did not take the instruction added after the restart")
+	}
+}

@@ -121,7 +121,9 @@ func (c *Cluster) Database() (string, error) {
 // under load does.
 func (c *Cluster) Restart(t testing.TB) {
 	t.Helper()
-	if err := c.ctl("restart", "-m", "fast", "-w"); err != nil {
+	// The log file keeps the server's output off pg_ctl's, which the
+	// server would otherwise hold open for as long as it runs.
+	if err := c.ctl("restart", "-m", "fast", "-w", "-l", filepath.Join(c.dir, "log")); err != nil {
 		t.Fatal(err)
 	}
 }
