@@ -1,10 +1,13 @@
 package testscripts
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -243,5 +246,111 @@ func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
 	out, err = cmd.CombinedOutput()
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
 		t.Fatalf("unreachable database: %v %s", err, out)
+	}
+}
+
+// sseEvent is one event of /api/events.
+type sseEvent struct{ id, data string }
+
+// readEvents reads /api/events from base with the request headers given
+// until an event's data contains want, and returns the events up to it.
+func readEvents(t *testing.T, base, token, query string, header map[string]string, want string) []sseEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/events"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data += strings.TrimPrefix(line, "data: ")
+		case line == "":
+			if cur.data != "" {
+				events = append(events, cur)
+				if strings.Contains(cur.data, want) {
+					return events
+				}
+			}
+			cur = sseEvent{}
+		}
+	}
+	t.Fatalf("/api/events on %s ended without %q (%v): %+v", base, want, sc.Err(), events)
+	return nil
+}
+
+// TestPostgresGatewaysShareOneEventFeed: two gateways on two LM_HOMEs and
+// one database. An add through one shows on the other's /api/events, live
+// and on catch-up, and a client resumes on one gateway with the
+// Last-Event-ID it got from the other, without a resync.
+func TestPostgresGatewaysShareOneEventFeed(t *testing.T) {
+	url := teamDatabase(t)
+	_, a, tokenA := gatewayIn(t, teamEnv(t.TempDir(), url), "token-a")
+	_, b, tokenB := gatewayIn(t, teamEnv(t.TempDir(), url), "token-b")
+
+	live := make(chan []sseEvent, 1)
+	go func() { live <- readEvents(t, a, tokenA, "", nil, "made live on B") }()
+	// The stream on A is open once A has served a request after it; give
+	// it the add on B until A's stream carries it.
+	deadline := time.Now().Add(20 * time.Second)
+	var seen []sseEvent
+	for i := 0; seen == nil; i++ {
+		if resp := gatewayRequest(t, "POST", b+"/api/instructions", tokenB, fmt.Sprintf(`{"content": "made live on B %d"}`, i)); resp.StatusCode != 201 {
+			t.Fatalf("add on B: %s", resp.Status)
+		}
+		select {
+		case seen = <-live:
+		case <-time.After(500 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("A's event stream never carried an add made on B")
+			}
+		}
+	}
+	first := seen[len(seen)-1]
+
+	// Catch-up from the database: readEvents fails unless it comes.
+	readEvents(t, a, tokenA, "?since=0", nil, "made live on B 0")
+
+	var status struct {
+		StoreID string `json:"store_id"`
+	}
+	resp := gatewayRequest(t, "GET", a+"/api/status", tokenA, "")
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil || status.StoreID == "" {
+		t.Fatalf("status on A: %v %+v", err, status)
+	}
+	gatewayRequest(t, "POST", a+"/api/instructions", tokenA, `{"content": "made on A after"}`)
+	resumed := readEvents(t, b, tokenB, "", map[string]string{"Last-Event-ID": first.id, "Last-Event-Store": status.StoreID}, "made on A after")
+	for _, e := range resumed {
+		if strings.Contains(e.data, "latest_event_id") {
+			t.Fatalf("resuming on B with A's id %s was a resync: %+v", first.id, resumed)
+		}
+		if e.id != "" && e.id <= first.id && len(e.id) == len(first.id) {
+			t.Fatalf("resuming after %s on B replayed %s: %+v", first.id, e.id, resumed)
+		}
+	}
+}
+
+// TestPostgresGatewayReportsUnreachableDatabase: a gateway whose database
+// cannot be reached answers the queue's routes with 503 and the URL masked.
+func TestPostgresGatewayReportsUnreachableDatabase(t *testing.T) {
+	env := append(lmEnv(t.TempDir()), "LM_STORE=postgres://lm:hunter2@127.0.0.1:1/lm?connect_timeout=2")
+	_, base, token := gatewayIn(t, env, "token")
+	resp := gatewayRequest(t, "GET", base+"/api/instructions", token, "")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 503 || strings.Contains(string(body), "hunter2") || !strings.Contains(string(body), "unavailable") {
+		t.Fatalf("%s %s", resp.Status, body)
 	}
 }

@@ -51,6 +51,13 @@ func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
 	}
 }
 
+// LastEvent is the id of the newest event in the store.
+func LastEvent(ctx context.Context, env *op.Env) (uint64, error) {
+	var last uint64
+	err := view(ctx, env, func(t *tx) error { last = t.LastEvent(); return nil })
+	return last, err
+}
+
 // EventsSince returns up to limit events after the id since (0: no limit).
 func EventsSince(ctx context.Context, env *op.Env, since uint64, limit int) ([]Event, error) {
 	var events []Event
