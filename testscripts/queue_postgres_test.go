@@ -8,7 +8,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -352,5 +354,49 @@ func TestPostgresGatewayReportsUnreachableDatabase(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 503 || strings.Contains(string(body), "hunter2") || !strings.Contains(string(body), "unavailable") {
 		t.Fatalf("%s %s", resp.Status, body)
+	}
+}
+
+// TestPostgresStoreFromConfig: [store] url in config.toml points lm at the
+// database; a password there must be a ${secret:NAME} reference, and its
+// value shows in no message.
+func TestPostgresStoreFromConfig(t *testing.T) {
+	url := teamDatabase(t)
+	home := t.TempDir()
+	writeConfig := func(table string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(table), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeConfig(fmt.Sprintf("[store]\nurl = %q\n", url))
+	runLM(t, home, "", "queue", "add", "configured")
+	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "list", "-r", "--jq", ".items[].content")
+	if out != "configured\n" {
+		t.Fatalf("the add through [store] url is not in the database: %q", out)
+	}
+
+	refused := func(table, want string) {
+		t.Helper()
+		writeConfig(table)
+		cmd := exec.Command("lm", "queue", "list")
+		cmd.Env = lmEnv(home)
+		msg, err := cmd.CombinedOutput()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || strings.Contains(string(msg), "hunter2") || !strings.Contains(string(msg), want) {
+			t.Fatalf("%s: %v %s", table, err, msg)
+		}
+	}
+	refused("[store]\nurl = \"postgres://lm:hunter2@db/lm\"\n", "plain file")
+	refused(fmt.Sprintf("[store]\nurl = %q\npassword = \"hunter2\"\n", url), "${secret:NAME}")
+	refused(fmt.Sprintf("[store]\nurl = %q\npassword = \"${secret:db}\"\n", url), "secret db is")
+
+	// A mistake in [store] leaves the rest of lm working, to mend it.
+	runLM(t, home, "hunter2", "servers", "secret", "set", "db", "--file")
+	writeConfig("[store]\nurl = \"postgres://lm@127.0.0.1:1/lm?connect_timeout=2\"\npassword = \"${secret:db}\"\n")
+	cmd := exec.Command("lm", "queue", "list")
+	cmd.Env = lmEnv(home)
+	msg, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(msg), "hunter2") || !strings.Contains(string(msg), "lm:xxxxx@") {
+		t.Fatalf("unreachable database with a secret password: %v %s", err, msg)
 	}
 }

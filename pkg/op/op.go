@@ -111,8 +111,11 @@ type Env struct {
 	Store *store.Store
 	// Queue, when set, is the URL of the database that holds the queue
 	// (postgres://…) in place of Store, which keeps what is local.
-	Queue string
-	Home  string // LM_HOME: config, templates, logs
+	// QueueErr is why the configured one cannot be used: it fails the
+	// queue's operations only, so lm can still be used to mend it.
+	Queue    string
+	QueueErr error
+	Home     string // LM_HOME: config, templates, logs
 	// Stdin and Stdout are the caller's own streams: the command line's.
 	// Faces whose streams carry a protocol leave them nil.
 	Stdin  io.Reader

@@ -131,6 +131,9 @@ func IsURL(where string) bool {
 // local store. A process opens each URL once and shares it (its pool, its
 // listener) between calls.
 func storage(ctx context.Context, env *op.Env) (Storage, error) {
+	if env.QueueErr != nil {
+		return nil, env.QueueErr
+	}
 	if env.Queue == "" {
 		return boltStorage{env.Store}, nil
 	}

@@ -63,6 +63,17 @@ func HasPassword(raw string) bool {
 	return ok || u.Query().Has("password")
 }
 
+// WithPassword puts password into the URL raw, for a password that comes
+// from lm's secrets rather than the environment.
+func WithPassword(raw, password string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", op.Errorf(op.KindInvalid, "queue database URL %s is not valid", Redact(raw))
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String(), nil
+}
+
 // connect opens a pool without checking the schema.
 func connect(ctx context.Context, raw string) (*pgxpool.Pool, string, error) {
 	shown := Redact(raw)
