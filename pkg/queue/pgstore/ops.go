@@ -15,7 +15,7 @@ func Ops() []op.Operation {
 			Summary: "Bring the queue's database to this lm's schema",
 			Description: "With --store postgres://… (or LM_STORE), creates or upgrades the queue's tables in one transaction; " +
 				"gateways and CLIs refuse a database whose schema is older or newer than theirs. " +
-				"The local bbolt store migrates itself on first write, so for it this reports its path and does nothing.",
+				"The local bbolt store migrates itself on first write; for it this makes sure it is current and reports its path.",
 			Examples: "PGPASSWORD=… lm store migrate --store postgres://lm@db.example.com/lm?sslmode=verify-full",
 			Effect:   op.Mutating, Idempotent: true,
 		}, migrate),

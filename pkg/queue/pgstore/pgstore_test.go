@@ -268,3 +268,29 @@ func TestWaitingCallSurvivesDatabaseRestart(t *testing.T) {
 		t.Fatal("the waiting call did not take the instruction added after the restart")
 	}
 }
+
+// A database a newer lm migrated is refused, by the operations and by
+// lm store migrate, rather than misread or downgraded.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE lm_schema SET version = $1", pgstore.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.Open(ctx, env.Queue); op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "newer than this lm understands") {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := pgstore.Migrate(ctx, env.Queue); op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("migrate: %v", err)
+	}
+	var v int
+	conn.QueryRow(ctx, "SELECT version FROM lm_schema").Scan(&v)
+	if v != pgstore.SchemaVersion+1 {
+		t.Fatalf("migrate changed the newer schema to %d", v)
+	}
+}
