@@ -3,7 +3,10 @@ package pgstore
 import (
 	"context"
 
+	bolt "go.etcd.io/bbolt"
+
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
 )
 
 // Ops are the database's maintenance operations.
@@ -24,10 +27,12 @@ func Ops() []op.Operation {
 
 func migrate(ctx context.Context, env *op.Env, _ struct{}) (MigrateOutput, error) {
 	if env.Queue == "" {
-		if err := env.Store.Err(); err != nil {
+		// The local store migrates in the first write transaction that
+		// opens it; an empty one is enough.
+		if err := env.Store.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
 			return MigrateOutput{}, err
 		}
-		return MigrateOutput{Backend: "bbolt", Where: env.Store.Path}, nil
+		return MigrateOutput{Backend: "bbolt", Where: env.Store.Path, From: store.SchemaVersion, To: store.SchemaVersion}, nil
 	}
 	return Migrate(ctx, env.Queue)
 }

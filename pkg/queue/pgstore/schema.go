@@ -74,7 +74,7 @@ func (s *Storage) checkSchema(ctx context.Context) error {
 type MigrateOutput struct {
 	Backend string `json:"backend" jsonschema:"bbolt (the local file) or postgres"`
 	Where   string `json:"where" jsonschema:"the file, or the database URL with its password masked"`
-	From    int    `json:"from" jsonschema:"the schema version found"`
+	From    int    `json:"from" jsonschema:"the schema version found (the local store: its version once migrated)"`
 	To      int    `json:"to" jsonschema:"the schema version now"`
 }
 
