@@ -129,7 +129,7 @@ const ExitStatusText = `EXIT STATUS
   3  not found
   4  conflict with the stored state (e.g. editing a consumed instruction)
   5  denied (allowlist, authentication)
-  6  unavailable (store locked past --lock-timeout, model or server down)
+  6  unavailable (store locked past --lock-timeout, queue database unreachable, model or server down)
   7  timed out, or nothing available (a wait that ended empty)
   8  checks failed (lm verify, lm store check)
   130 interrupted`
