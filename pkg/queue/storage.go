@@ -103,7 +103,7 @@ type Tx interface {
 var ErrConflict = errors.New("changed by another process meanwhile")
 
 // A Backend opens the storage a URL names (postgres://…).
-type Backend func(ctx context.Context, url string, getenv func(string) string) (Storage, error)
+type Backend func(ctx context.Context, url string) (Storage, error)
 
 var (
 	backendsMu sync.Mutex
@@ -148,7 +148,7 @@ func storage(ctx context.Context, env *op.Env) (Storage, error) {
 		return nil, op.Errorf(op.KindInvalid, "no queue backend for %s:// URLs", scheme).
 			WithHint("use a postgres:// URL, or a file path for the local store")
 	}
-	s, err := open(ctx, env.Queue, env.Getenv)
+	s, err := open(ctx, env.Queue)
 	if err != nil {
 		return nil, err
 	}

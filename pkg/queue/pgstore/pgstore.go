@@ -26,7 +26,7 @@ import (
 )
 
 func init() {
-	queue.RegisterBackend(func(ctx context.Context, url string, getenv func(string) string) (queue.Storage, error) {
+	queue.RegisterBackend(func(ctx context.Context, url string) (queue.Storage, error) {
 		return Open(ctx, url)
 	}, "postgres", "postgresql")
 }
