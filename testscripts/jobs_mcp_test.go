@@ -29,10 +29,18 @@ func startMCPIn(t *testing.T, home, dir, name string) *client.Client {
 // initializes a session named name.
 func startMCPEnv(t *testing.T, env []string, dir, name string) *client.Client {
 	t.Helper()
+	c, _ := startMCPProcess(t, env, dir, name)
+	return c
+}
+
+// startMCPProcess is startMCPEnv that also returns the `lm mcp` process.
+func startMCPProcess(t *testing.T, env []string, dir, name string) (*client.Client, *exec.Cmd) {
+	t.Helper()
+	var proc *exec.Cmd
 	inDir := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
-		cmd := exec.CommandContext(ctx, command, args...)
-		cmd.Env, cmd.Dir = append(os.Environ(), env...), dir
-		return cmd, nil
+		proc = exec.CommandContext(ctx, command, args...)
+		proc.Env, proc.Dir = append(os.Environ(), env...), dir
+		return proc, nil
 	})
 	c, err := client.NewStdioMCPClientWithOptions("lm", env, []string{"mcp"}, inDir)
 	if err != nil {
@@ -53,7 +61,7 @@ func startMCPEnv(t *testing.T, env []string, dir, name string) *client.Client {
 	if _, err := c.Initialize(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, proc
 }
 
 // jobNotes collects what the server streams about jobs.

@@ -400,3 +400,90 @@ func TestPostgresStoreFromConfig(t *testing.T) {
 		t.Fatalf("unreachable database with a secret password: %v %s", err, msg)
 	}
 }
+
+// TestPostgresServingProcessKilledUnderLoad: three `lm mcp` processes on
+// three LM_HOMEs serve 4 agents each from one database; one is SIGKILLed
+// mid-load. The others drain the queue, no instruction reaches two agents,
+// and each one the dead process took is consumed with its agent (marked
+// delivery_unconfirmed when it may never have reached it), never pending
+// and consumed at once nor lost.
+func TestPostgresServingProcessKilledUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process kill: not in -short")
+	}
+	url := teamDatabase(t)
+	admin := teamEnv(t.TempDir(), url)
+	runLMEnv(t, admin, "", "queue", "config", "default_wait_seconds=1")
+	const total = 600
+	var lines strings.Builder
+	for i := range total {
+		fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("job %d", i))
+	}
+	runLMEnv(t, admin, lines.String(), "queue", "add", "--jsonl")
+
+	var mu sync.Mutex
+	delivered := map[string]string{} // content -> agent
+	var procs []*exec.Cmd
+	kill := sync.OnceFunc(func() { procs[0].Process.Signal(syscall.SIGKILL) })
+	var consumers sync.WaitGroup
+	for i := range 3 {
+		c, proc := startMCPProcess(t, teamEnv(t.TempDir(), url), "", fmt.Sprintf("mcp-%d", i))
+		procs = append(procs, proc)
+		for j := range 4 {
+			agent := fmt.Sprintf("mcp-%d-%d", i, j)
+			consumers.Go(func() {
+				for {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					r, err := callNext(ctx, c, agent)
+					cancel()
+					if err != nil || r.Instruction == nil {
+						return // the killed process's agents, or the queue drained
+					}
+					mu.Lock()
+					if other, twice := delivered[r.Instruction.Content]; twice {
+						t.Errorf("%q delivered to %s and %s", r.Instruction.Content, other, agent)
+					}
+					delivered[r.Instruction.Content] = agent
+					n := len(delivered)
+					mu.Unlock()
+					if n >= total/4 {
+						kill()
+					}
+				}
+			})
+		}
+	}
+	consumers.Wait()
+	if err := procs[0].Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the first lm mcp was not killed under load: %v", err)
+	}
+
+	list, _ := runLMEnv(t, admin, "", "queue", "list", "--status", "all")
+	var items struct {
+		Items []struct {
+			Content     string  `json:"content"`
+			Status      string  `json:"status"`
+			Agent       *string `json:"consumed_by_agent_id"`
+			Unconfirmed bool    `json:"delivery_unconfirmed"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(list), &items); err != nil {
+		t.Fatal(err)
+	}
+	if len(items.Items) != total {
+		t.Fatalf("%d instructions listed, want %d", len(items.Items), total)
+	}
+	for _, it := range items.Items {
+		agent, seen := delivered[it.Content]
+		switch {
+		case it.Status != "consumed" || it.Agent == nil:
+			t.Errorf("%q is %s after the survivors drained the queue", it.Content, it.Status)
+		case seen && *it.Agent != agent:
+			t.Errorf("%q delivered to %s, recorded for %s", it.Content, agent, *it.Agent)
+		case !seen && !strings.HasPrefix(*it.Agent, "mcp-0-"):
+			t.Errorf("%q consumed by %s, which never reported it", it.Content, *it.Agent)
+		case !seen && !it.Unconfirmed:
+			t.Errorf("%q, taken by the killed process and never reported, is not marked delivery_unconfirmed", it.Content)
+		}
+	}
+}
