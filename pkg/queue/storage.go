@@ -22,8 +22,9 @@ type Storage interface {
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
 	// Watch returns a channel that receives a value after any process
-	// commits a change, and whenever a change may have been missed (a
-	// dropped connection). Subscribe before reading what you wait on; a
+	// commits a change that records events or changes the counts (at
+	// least), and whenever a change may have been missed (a dropped
+	// connection). Subscribe before reading what you wait on; a
 	// signal means "read again", never what changed.
 	Watch() (changes <-chan struct{}, cancel func(), err error)
 	// Identity names the queue itself, not where it is reached: event ids

@@ -24,7 +24,6 @@ type tx struct {
 	ctx     context.Context
 	tx      pgx.Tx
 	err     error
-	wrote   bool // something changed: NOTIFY on commit
 	claimed bool // a Claim reserved an instruction
 	ordered bool // orderLock is held
 	write   bool
@@ -44,9 +43,6 @@ func (t *tx) fail(err error) {
 
 func (t *tx) exec(sql string, args ...any) error {
 	_, err := t.tx.Exec(t.ctx, sql, args...)
-	if err == nil {
-		t.wrote = true
-	}
 	return err
 }
 
@@ -233,7 +229,6 @@ func (t *tx) Insert(rs []queue.Record) error {
 	if _, err := t.tx.CopyFrom(t.ctx, pgx.Identifier{"lm_queue_items"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
-	t.wrote = true
 	t.counted.pending += int64(len(rs))
 	return nil
 }
@@ -273,7 +268,6 @@ func (t *tx) Replace(r queue.Record) error {
 	if err != nil {
 		return err
 	}
-	t.wrote = true
 	t.counted.add(was, -1)
 	t.counted.add(r.Status, 1)
 	return nil
@@ -288,7 +282,6 @@ func (t *tx) Remove(r queue.Record) error {
 	if err != nil {
 		return err
 	}
-	t.wrote = true
 	t.counted.add(was, -1)
 	return nil
 }
@@ -399,9 +392,8 @@ type pendingEvents struct {
 func (t *tx) flush() error {
 	e := &t.events
 	if e.next == 0 && t.counted == (counted{}) {
-		if t.wrote {
-			return t.exec("SELECT pg_notify($1, '')", channel)
-		}
+		// Nothing a reader waits on changed (a delivery acknowledged, an
+		// agent's record): no one is woken.
 		return nil
 	}
 	var base, first int64
@@ -419,7 +411,6 @@ func (t *tx) flush() error {
 	if err != nil {
 		return err
 	}
-	t.wrote = true
 	// Drop the events older than the retention window once a whole batch
 	// of them is beyond it, as the local store does.
 	if oldest := base + e.next - queue.EventRetention; first > 0 && first+queue.TrimBatch <= oldest {
