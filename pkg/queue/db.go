@@ -62,6 +62,11 @@ const OrderStep = 1 << 20
 // boltStorage keeps the queue in the local bbolt store.
 type boltStorage struct{ *store.Store }
 
+var (
+	_ Storage = boltStorage{}
+	_ Tx      = (*boltTx)(nil)
+)
+
 func (s boltStorage) Update(ctx context.Context, fn func(Tx) error) error {
 	return s.Store.Update(ctx, func(b *bolt.Tx) error {
 		t := &boltTx{Tx: b}

@@ -34,6 +34,11 @@ func init() {
 // channel is the NOTIFY channel of queue changes.
 const channel = "lm_queue"
 
+var (
+	_ queue.Storage = (*Storage)(nil)
+	_ queue.Tx      = (*tx)(nil)
+)
+
 // Storage is a queue in PostgreSQL: a pool of connections and one listener.
 type Storage struct {
 	pool     *pgxpool.Pool
