@@ -56,7 +56,7 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(agg, server.WithStateful(stateful), server.WithStateLess(!stateful)))
+	mux.Handle("/mcp", h.Passthrough(mcpx.Sessions{Stateful: stateful}, server.NewStreamableHTTPServer(agg, server.WithStateful(stateful), server.WithStateLess(!stateful))))
 	mux.Handle("/", h.Handler(mcpx.Sessions{Stateful: stateful}))
 	srv := httptest.NewServer(mux)
 	h.Start()

@@ -26,6 +26,8 @@ import (
 type mirrored struct {
 	tools, prompts, resources          []string // upstream names and URIs
 	aggTools, aggPrompts, aggResources []string // as registered on /mcp
+	// upstream is the server's name of each of aggTools.
+	upstream map[string]string
 	// aggTemplates are listed on /mcp by the hub itself (see serveResources).
 	aggTemplates []mcp.ResourceTemplate
 	collisions   []string
@@ -178,6 +180,10 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 			upstream := tools[i].Name
 			aggTools = append(aggTools, server.ServerTool{Tool: t, Handler: h.toolHandler(c, h.aggregate, upstream)})
 			m.aggTools = append(m.aggTools, name)
+			if m.upstream == nil {
+				m.upstream = map[string]string{}
+			}
+			m.upstream[name] = upstream
 		}
 		existingPrompts := h.aggregate.ListPrompts()
 		var aggPrompts []server.ServerPrompt
