@@ -57,7 +57,7 @@ type Hub struct {
 	progress  sync.Map // upstream progress token → func(params)
 	tokenSeq  atomic.Uint64
 	rawSeq    atomic.Uint64 // ids of the passthrough's requests to children
-	mirrorMu  sync.Mutex // serializes changes to /mcp's registrations
+	mirrorMu  sync.Mutex    // serializes changes to /mcp's registrations
 
 	reloadMu sync.Mutex // one reload at a time, from the API or the file watcher
 
