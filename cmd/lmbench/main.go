@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -54,6 +54,8 @@ func main() {
 		err = mcpRoundTrip(os.Args[2])
 	case "hub":
 		err = hubBench(os.Args[2], os.Args[3])
+	case "hop":
+		err = hopBench(os.Args[2], os.Args[3])
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
@@ -494,4 +496,23 @@ func (s *session) request(method, params string) (string, error) {
 func (s *session) close() {
 	s.in.Close()
 	s.cmd.Wait()
+}
+
+// recordFigure appends one figure to the file $LMBENCH_FIGURES names (when
+// it does): name, value and noise, tab-separated. scripts/bench.sh compares
+// them with the figures of the committed BENCHMARKS.md (see compareFigures).
+// A larger value is worse; noise is how much larger it may get on the same
+// machine without anything having changed.
+func recordFigure(name string, value, noise float64) {
+	path := os.Getenv("LMBENCH_FIGURES")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lmbench: recording %s: %v\n", name, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s\t%g\t%g\n", name, value, noise)
 }
