@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -56,6 +56,8 @@ func main() {
 		err = hubBench(os.Args[2], os.Args[3])
 	case "hop":
 		err = hopBench(os.Args[2], os.Args[3])
+	case "agents":
+		err = agentsBench(os.Args[2])
 	case "compare":
 		err = compareFigures(os.Args[2], os.Args[3], os.Stdout, os.Stderr)
 	default:
