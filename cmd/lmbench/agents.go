@@ -78,4 +78,3 @@ func agentsRun(lm string, agents int) (agentload.Result, int64, error) {
 	_, peak := gw.memory()
 	return res, peak, err
 }
-
