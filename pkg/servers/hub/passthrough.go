@@ -108,12 +108,15 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 	hooks := p.hooks()
 	req := &mcp.CallToolRequest{Request: mcp.Request{Method: string(mcp.MethodToolsCall)}, Header: r.Header}
 	req.Params.Name = call.name
+	// Hooks get the id as the transport decodes it.
+	var id any
 	if hooks != nil {
+		json.Unmarshal(call.id, &id)
 		for _, hook := range hooks.OnBeforeAny {
-			hook(ctx, call.id, mcp.MethodToolsCall, req)
+			hook(ctx, id, mcp.MethodToolsCall, req)
 		}
 		for _, hook := range hooks.OnBeforeCallTool {
-			hook(ctx, call.id, req)
+			hook(ctx, id, req)
 		}
 	}
 	result, err := p.hub.callRaw(ctx, c, upstream, call.arguments)
@@ -129,7 +132,7 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 		rpcErr := rpcError(err)
 		if hooks != nil {
 			for _, hook := range hooks.OnError {
-				hook(ctx, call.id, mcp.MethodToolsCall, req, err)
+				hook(ctx, id, mcp.MethodToolsCall, req, err)
 			}
 		}
 		out = struct {
@@ -144,10 +147,10 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 			_, failed := rawResult(result).toolError()
 			typed := &mcp.CallToolResult{IsError: failed}
 			for _, hook := range hooks.OnSuccess {
-				hook(ctx, call.id, mcp.MethodToolsCall, req, typed)
+				hook(ctx, id, mcp.MethodToolsCall, req, typed)
 			}
 			for _, hook := range hooks.OnAfterCallTool {
-				hook(ctx, call.id, req, typed)
+				hook(ctx, id, req, typed)
 			}
 		}
 		out = struct {

@@ -1,12 +1,19 @@
 package hub
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/servers"
 )
@@ -50,6 +57,28 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 	if s := settled(t, h, "shapes"); s.State != servers.Running {
 		t.Fatalf("shapes: %+v", s)
 	}
+	// What /mcp's hooks (the gateway's call log) see of each call.
+	var mu sync.Mutex
+	var seen []string
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(func(_ context.Context, id any, req *mcp.CallToolRequest, result any) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%v %s failed=%v", id, req.Params.Name, result.(*mcp.CallToolResult).IsError))
+	})
+	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%v %s error", id, method))
+	})
+	server.WithHooks(hooks)(h.aggregate)
+	hooked := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
 	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/shapes", ""}, {"/mcp", "shapes__"}} {
 		for _, params := range []string{
 			`{"name":"echo","arguments":{"message":"héllo \u2028 \"quoted\""}}`,
@@ -61,9 +90,14 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 			params = strings.Replace(params, `"name":"`, `"name":"`+endpoint.prefix, 1)
 			call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
 			status, fast := post(t, url+endpoint.path, call, nil)
+			fastHooks := hooked()
 			typedStatus, typed := post(t, url+endpoint.path, typedWay(call), nil)
+			typedHooks := hooked()
 			if status != typedStatus || !sameJSON(t, fast, typed) {
 				t.Errorf("%s %s:\npassthrough %d %s\ntyped       %d %s", endpoint.path, params, status, fast, typedStatus, typed)
+			}
+			if !slices.Equal(fastHooks, typedHooks) || (endpoint.path == "/mcp" && len(fastHooks) != 1) {
+				t.Errorf("%s %s: hooks saw %q through the passthrough, %q the typed way", endpoint.path, params, fastHooks, typedHooks)
 			}
 		}
 	}
