@@ -38,7 +38,6 @@ func agentsBench(lm string) error {
 		target := ""
 		if n == agentsCounts[0] {
 			target = "≥ 2,000/s, p99 ≤ 50 ms"
-			recordFigure(fmt.Sprintf("%d agents: add → delivery p99, ms", n), msOf(percentile(res.Latency, .99)), 25)
 		}
 		fmt.Printf("| %d | %.0f | %s | %s | %s | %.1f MiB | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
 			ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), float64(peak)/1024, target)

@@ -168,10 +168,11 @@ func printHop(paths []*hopPath, sdkMissing string) {
 			float64(addedAt(aggregated))/float64(addedAt(super)), added(addedAt(super)))
 	}
 	fmt.Printf("; p99 %s and %s.\n\n", ms(percentile(perServer.lat, .99)), ms(percentile(aggregated.lat, .99)))
-	// Regression checks: lm's added time in ms, where 0.05 ms is noise.
-	recordFigure("hop: ms lm adds at p50 per server", msOf(addedAt(perServer)), 0.05)
-	recordFigure("hop: ms lm adds at p50 aggregated", msOf(addedAt(aggregated)), 0.05)
-	recordFigure("hop: lm's p99 per server, ms", msOf(percentile(perServer.lat, .99)), 0.2)
+	// Regression checks, in ms. Runs on the same shared 2-core machine
+	// moved p50 by 0.1 ms and p99 by several ms with nothing changed.
+	recordFigure("hop: ms lm adds at p50 per server", msOf(addedAt(perServer)), 0.1)
+	recordFigure("hop: ms lm adds at p50 aggregated", msOf(addedAt(aggregated)), 0.1)
+	recordFigure("hop: lm's p99 per server, ms", msOf(percentile(perServer.lat, .99)), 5)
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
