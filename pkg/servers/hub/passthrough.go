@@ -30,7 +30,8 @@ import (
 // transport's per-request machinery (an ephemeral session, a goroutine
 // forwarding notifications). It goes through the same forward as every
 // other call, so the breaker, the timeout, cancellation and the activity
-// log are the ones the typed path has.
+// log are the ones the typed path has; a client's notifications/cancelled
+// ends a call of either way, and /mcp's hooks see each call.
 //
 // It takes only what it can answer exactly as the transport would; every
 // other request, and every call that needs the hub to look inside it, goes
@@ -57,6 +58,9 @@ type passthrough struct {
 	// own is the server whose endpoint this is; nil on /mcp.
 	own   *child
 	fresh freshSessions
+	// inFlight cancels the calls in progress, by session and request id,
+	// when their client sends notifications/cancelled.
+	inFlight sync.Map
 }
 
 // Passthrough wraps /mcp's transport (next) so that calls of the servers'
@@ -66,7 +70,8 @@ func (h *Hub) Passthrough(sessions mcpx.Sessions, next http.Handler) http.Handle
 }
 
 func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.sessions.Stateful || r.Method != http.MethodPost || !legacyJSON(r.Header) || !p.session(r.Header.Get(server.HeaderKeySessionID)) {
+	session := r.Header.Get(server.HeaderKeySessionID)
+	if p.sessions.Stateful || r.Method != http.MethodPost || !legacyJSON(r.Header) || !validSession(session) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
@@ -79,6 +84,8 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	call, ok := parseToolCall(body)
 	if !ok {
+		// A cancellation may be for a call of either way: both hear it.
+		p.cancel(session, body)
 		p.next.ServeHTTP(w, r)
 		return
 	}
@@ -93,25 +100,56 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := c.config()
-	if _, cached := cfg.CacheTools[upstream]; cached || cfg.Kind() != servers.Stdio {
+	if _, cached := cfg.CacheTools[upstream]; cached || cfg.Kind() != servers.Stdio || !p.fresh.seen(session, p.sessions.IdleTTL) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	p.answer(w, r, c, call, upstream)
+	p.answer(w, r, c, call, upstream, session)
+}
+
+// inFlightKey names a call as the transport's cancellation does: its
+// session and its id as JSON decodes it.
+func inFlightKey(session string, id any) string { return fmt.Sprintf("%s:%v", session, id) }
+
+// cancel ends the call a notifications/cancelled in body names, if it is
+// one of the passthrough's in progress.
+func (p *passthrough) cancel(session string, body []byte) {
+	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID any `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+		return
+	}
+	if cancel, ok := p.inFlight.LoadAndDelete(inFlightKey(session, n.Params.RequestID)); ok {
+		(*cancel.(*context.CancelFunc))()
+	}
 }
 
 // answer forwards the call and writes the JSON-RPC response as the
 // transport would: 200 with application/json, the caller's id as it sent
 // it.
-func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream string) {
-	ctx := r.Context()
+func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream, session string) {
+	// The id as the transport decodes it: hooks get it, and cancellations
+	// name the call by it.
+	var id any
+	json.Unmarshal(call.id, &id)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// By pointer: a client that reuses an id while its call runs must not
+	// take the other call's entry away.
+	key, entry := inFlightKey(session, id), &cancel
+	p.inFlight.Store(key, entry)
+	defer p.inFlight.CompareAndDelete(key, entry)
 	hooks := p.hooks()
 	req := &mcp.CallToolRequest{Request: mcp.Request{Method: string(mcp.MethodToolsCall)}, Header: r.Header}
 	req.Params.Name = call.name
-	// Hooks get the id as the transport decodes it.
-	var id any
 	if hooks != nil {
-		json.Unmarshal(call.id, &id)
 		for _, hook := range hooks.OnBeforeAny {
 			hook(ctx, id, mcp.MethodToolsCall, req)
 		}
@@ -159,7 +197,7 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 			Result  json.RawMessage `json:"result"`
 		}{mcp.JSONRPC_VERSION, call.id, result}
 	}
-	if ctx.Err() != nil {
+	if r.Context().Err() != nil {
 		return // the caller is gone, as the transport leaves it
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -370,16 +408,14 @@ func namespacedRawResult(server string, raw json.RawMessage) (json.RawMessage, e
 	return json.Marshal(namespacedToolResult(server, res))
 }
 
-// session reports whether a request with session id may take the
-// passthrough: an id the stateless endpoint accepts, which the transport
-// has seen in this period.
-func (p *passthrough) session(id string) bool {
-	if id != "" {
-		if _, err := (&server.StatelessGeneratingSessionIdManager{}).Validate(id); err != nil {
-			return false
-		}
+// validSession reports whether the stateless endpoint accepts session id:
+// none, or one of the form it hands out.
+func validSession(id string) bool {
+	if id == "" {
+		return true
 	}
-	return p.fresh.seen(id, p.sessions.IdleTTL)
+	_, err := (&server.StatelessGeneratingSessionIdManager{}).Validate(id)
+	return err == nil
 }
 
 // errReader returns err (io.EOF when nil) once what came before it is read.

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -169,4 +172,81 @@ func sameJSON(t *testing.T, a, b string) bool {
 		t.Fatalf("%v: %s", err, b)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// A client that cancels a call (notifications/cancelled, in a POST of its
+// own) ends it through the passthrough as the typed way does: the caller
+// gets the same error, and the child is told to stop.
+func TestPassthroughCancelsWhatItsClientCancels(t *testing.T) {
+	dir := t.TempDir()
+	started, cancelled := filepath.Join(dir, "started"), filepath.Join(dir, "cancelled")
+	h, url := startHub(t, `{"settings": {"cb_failure_threshold": 100}, "mcpServers": {"shapes": {`+
+		childServer(t, "shapes", map[string]string{"HANG_STARTED": started, "HANG_CANCELLED": cancelled})+`, "auto_start": true}}}`)
+	if s := settled(t, h, "shapes"); s.State != servers.Running {
+		t.Fatalf("shapes: %+v", s)
+	}
+	session := map[string]string{"Mcp-Session-Id": "mcp-session-0b5e4a5c-6f0e-4a8e-9d7e-3f1c2b4a5d6e"}
+	cancelled9 := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"changed my mind"}}`
+	hangAndCancel := func(path, call string) string {
+		os.Remove(started)
+		os.Remove(cancelled)
+		answer := make(chan string, 1)
+		go func() {
+			_, body := postQuietly(url+path, call, session)
+			answer <- body
+		}()
+		waitForFile(t, started)
+		if status, body := post(t, url+path, cancelled9, session); status != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", status, body)
+		}
+		var body string
+		select {
+		case body = <-answer:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the cancelled call was not answered", path)
+		}
+		waitForFile(t, cancelled)
+		return body
+	}
+	for _, endpoint := range []struct{ path, tool string }{{"/mcp/shapes", "hang"}, {"/mcp", "shapes__hang"}} {
+		// The session's first call goes the typed way, so the transport
+		// knows it; its calls after take the passthrough.
+		post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, session)
+		call := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + endpoint.tool + `"}}`
+		fast := hangAndCancel(endpoint.path, call)
+		typed := hangAndCancel(endpoint.path, typedWay(call))
+		if !strings.Contains(fast, "context canceled") || !sameJSON(t, fast, typed) {
+			t.Errorf("%s: a cancelled call answered\npassthrough %s\ntyped       %s", endpoint.path, fast, typed)
+		}
+	}
+}
+
+// postQuietly is post for a goroutine: a failure is the answer.
+func postQuietly(url, body string, header map[string]string) (int, string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}
+
+// waitForFile waits, a minute at most, until name exists.
+func waitForFile(t *testing.T, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear", name)
 }
