@@ -178,7 +178,7 @@ const (
 // number is unset; an empty text is no text). A value out of bounds is an
 // error naming the variable, not a silent default.
 func seededSettings(env *op.Env) (Settings, error) {
-	s := defaultSettings()
+	s := DefaultSettings()
 	for _, v := range []struct {
 		name     string
 		into     *int

@@ -101,7 +101,9 @@ const (
 	ClientTimeoutSeconds = 50
 )
 
-func defaultSettings() Settings {
+// DefaultSettings are the settings of a new queue, and of a setting a
+// stored one lacks.
+func DefaultSettings() Settings {
 	return Settings{DefaultWaitSeconds: DefaultWaitSeconds, DefaultEmptyResponse: DefaultEmptyResponse, AgentStaleAfterSeconds: DefaultAgentStaleAfter}
 }
 

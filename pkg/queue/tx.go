@@ -66,7 +66,7 @@ func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 // newTx wraps a transaction; while the queue holds no settings yet, they
 // are the ones seeded from the environment.
 func newTx(b Tx, env *op.Env) (*tx, error) {
-	t := &tx{Tx: b, now: env.Now().UTC(), seed: defaultSettings()}
+	t := &tx{Tx: b, now: env.Now().UTC(), seed: DefaultSettings()}
 	if _, ok := b.Settings(); ok {
 		return t, nil
 	}

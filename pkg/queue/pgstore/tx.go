@@ -89,7 +89,8 @@ func (t *tx) Settings() (queue.Settings, bool) {
 	if t.settings != nil {
 		return *t.settings, true
 	}
-	var s queue.Settings
+	// A setting stored before it existed has its default.
+	s := queue.DefaultSettings()
 	var raw []byte
 	err := t.tx.QueryRow(t.ctx, "SELECT settings FROM lm_queue_settings").Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
