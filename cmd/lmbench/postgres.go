@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"lmtool.dev/lm/pkg/agentload"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/queue/pgstore"
@@ -37,7 +39,47 @@ func postgresBench(lm string) error {
 		return err
 	}
 	fmt.Println()
-	return remoteWakeup(cluster, lm)
+	if err := remoteWakeup(cluster, lm); err != nil {
+		return err
+	}
+	fmt.Println()
+	return agentsOnDatabase(cluster, lm)
+}
+
+// agentsOnDatabase is the many-agents benchmark (see agentsBench) with 50
+// agents on one gateway whose queue is in the database.
+func agentsOnDatabase(cluster *pgtest.Cluster, lm string) error {
+	url, err := cluster.Database()
+	if err != nil {
+		return err
+	}
+	dir, cleanup := home()
+	defer cleanup()
+	for _, args := range [][]string{{"store", "migrate"}, {"queue", "config", "default_wait_seconds=30"}} {
+		if out, err := command(dir, lm, append([]string{"--store", url}, args...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("lm %v: %v: %s", args, err, out)
+		}
+	}
+	gw, err := startServer(command(dir, lm, "--store", url, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
+	if err != nil {
+		return err
+	}
+	defer gw.stop()
+	const agents = 50
+	res, err := agentload.Run(context.Background(), agentload.Config{
+		URL: gw.base, Agents: agents,
+		HTTPAdds: agentsInstructions / 2, HTTPProducers: 8, CLIAdds: agentsInstructions - agentsInstructions/2, CLIBatch: 100,
+		LM: lm, Env: append(os.Environ(), "LM_HOME="+dir, "LM_STORE="+url), Timeout: 10 * time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("%d agents on the database: %w", agents, err)
+	}
+	fmt.Printf("%d agents on one gateway whose queue is in the database, as in the many-agents benchmark (%d instructions, each delivered exactly once):\n\n", agents, agentsInstructions)
+	fmt.Println("| agents | deliveries/s | add → delivery p50 | p99 | max |")
+	fmt.Println("|---|---|---|---|---|")
+	fmt.Printf("| %d | %.0f | %s | %s | %s |\n", agents, float64(res.Delivered)/res.Elapsed.Seconds(),
+		ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)))
+	return nil
 }
 
 const (
