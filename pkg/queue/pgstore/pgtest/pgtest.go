@@ -155,12 +155,18 @@ func Start() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "lm-pg-")
+	root := os.Geteuid() == 0
+	base := os.TempDir()
+	if root && !traversable(base) {
+		// The server runs as another user, who must reach its directory.
+		base = "/tmp"
+	}
+	dir, err := os.MkdirTemp(base, "lm-pg-")
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{dir: dir, bin: bin, socket: dir}
-	if os.Geteuid() == 0 {
+	if root {
 		u, err := user.Lookup("postgres")
 		if err != nil {
 			os.RemoveAll(dir)
@@ -186,6 +192,20 @@ func Start() (*Cluster, error) {
 		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
 	}
 	return c, nil
+}
+
+// traversable says whether every user may pass through dir and each
+// directory above it.
+func traversable(dir string) bool {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
 }
 
 func (c *Cluster) command(prog string, args ...string) *exec.Cmd {
