@@ -371,6 +371,11 @@ func TestPostgresStoreFromConfig(t *testing.T) {
 	}
 	writeConfig(fmt.Sprintf("[store]\nurl = %q\n", url))
 	runLM(t, home, "", "queue", "add", "configured")
+	// lm store queue says where the queue is, the password masked.
+	filter := fmt.Sprintf(`"\(.backend) \(.schema_version) \(.pending_count) \(.where == %q)"`, url)
+	if out, _ := runLM(t, home, "", "store", "queue", "-r", "--jq", filter); out != "postgres 1 1 true\n" {
+		t.Fatalf("lm store queue: %q", out)
+	}
 	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "list", "-r", "--jq", ".items[].content")
 	if out != "configured\n" {
 		t.Fatalf("the add through [store] url is not in the database: %q", out)
