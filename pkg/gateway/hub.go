@@ -104,7 +104,7 @@ func (h *hub) join() (caughtUp <-chan struct{}, leave func()) {
 
 // run follows the store until ctx ends.
 func (h *hub) run(ctx context.Context) {
-	changes, unsubscribe, err := h.env.Store.Watch()
+	changes, unsubscribe, err := queue.Changes(ctx, h.env)
 	if err != nil {
 		h.log.Error("cannot watch the store; event streams will not update", "err", err)
 		h.mu.Lock()
