@@ -146,12 +146,10 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 	// A connection left inside a transaction (a COMMIT that never came
 	// back) is closed by the pool rather than reused.
 	defer conn.Release()
+	// A read runs without a transaction, and a write opens one only when
+	// it must (see tx): at READ COMMITTED each statement sees what is
+	// committed when it starts, inside one or not.
 	t := &tx{ctx: ctx, conn: conn.Conn(), write: write}
-	if write {
-		t.begin = "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"
-	}
-	// A read runs without a transaction: at READ COMMITTED each statement
-	// sees what is committed when it starts, inside one or not.
 	err = fn(t)
 	if err == nil {
 		err = t.err

@@ -21,17 +21,22 @@ const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
 // tx implements [queue.Tx] on one connection. Queries that fail leave zero
 // values and the first error in err, as the interface asks.
 //
-// A round trip to the database is what a transaction mostly waits on, so
-// it makes as few as it can: the BEGIN goes with the first query, writes
-// whose result no one reads wait in queued and go with the next query, and
-// the last of them go with the COMMIT. A write transaction that only reads
-// settings and claims takes three; one that only writes, two.
+// Round trips and statements are what a transaction mostly costs, so it
+// makes as few as it can. At READ COMMITTED a plain read sees the same
+// inside a transaction as outside, so reads run on their own until the
+// first write or lock opens the transaction; its BEGIN goes with that
+// statement. Writes whose result no one reads wait in queued and go with
+// the next statement, and the last of them with the COMMIT — or, in a
+// transaction never opened, as one batch, which PostgreSQL runs as one
+// implicit transaction. A claim takes three round trips, an
+// acknowledgement two.
 type tx struct {
 	ctx  context.Context
 	conn *pgx.Conn
 	err  error
-	// begin opens a write transaction: sent with the first query, then "".
-	begin  string
+	// opened says the statements from the next one on run inside the
+	// transaction; begun, that its BEGIN was sent.
+	opened bool
 	begun  bool
 	queued []*pgx.QueuedQuery
 	// held is the instruction Claim locked, at the version it read: no
@@ -70,6 +75,10 @@ func (t *tx) later(sql string, args ...any) {
 	t.queued = append(t.queued, &pgx.QueuedQuery{SQL: sql, Arguments: args})
 }
 
+// open makes the next statement run inside the transaction: a write, or a
+// read that takes locks held until commit.
+func (t *tx) open() { t.opened = true }
+
 // send runs what is pending — the BEGIN, the queued writes — and then sql
 // in one round trip, calling read with sql's rows.
 func (t *tx) send(read func(pgx.Rows) error, sql string, args ...any) error {
@@ -80,19 +89,24 @@ func (t *tx) send(read func(pgx.Rows) error, sql string, args ...any) error {
 	return t.pipeline(last)
 }
 
-// pipeline sends the pending statements and more in one batch.
+// pipeline sends the pending statements and more in one batch, opening the
+// transaction first when a queued write or a lock needs it.
 func (t *tx) pipeline(more ...*pgx.QueuedQuery) error {
-	b := &pgx.Batch{}
-	if t.begin != "" {
-		b.Queue(t.begin)
-		t.begin, t.begun = "", true
+	var qs []*pgx.QueuedQuery
+	if (t.opened || len(t.queued) > 0) && !t.begun {
+		qs = append(qs, &pgx.QueuedQuery{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"})
+		t.begun = true
 	}
-	b.QueuedQueries = append(append(b.QueuedQueries, t.queued...), more...)
+	qs = append(append(qs, t.queued...), more...)
 	t.queued = nil
-	if len(b.QueuedQueries) == 0 {
+	return t.batch(qs)
+}
+
+func (t *tx) batch(qs []*pgx.QueuedQuery) error {
+	if len(qs) == 0 {
 		return nil
 	}
-	return t.conn.SendBatch(t.ctx, b).Close()
+	return t.conn.SendBatch(t.ctx, &pgx.Batch{QueuedQueries: qs}).Close()
 }
 
 func (t *tx) exec(sql string, args ...any) error {
@@ -275,6 +289,7 @@ func (t *tx) lockOrder() error {
 	if t.ordered || !t.write {
 		return nil
 	}
+	t.open()
 	if err := t.exec("SELECT pg_advisory_xact_lock($1)", int64(orderLock)); err != nil {
 		return err
 	}
@@ -313,6 +328,7 @@ func (t *tx) Insert(rs []queue.Record) error {
 	}
 	cols := []string{"id", "content", "status", "created_at", "updated_at", "consumed_at", "consumed_by", "ord", "version", "unacknowledged", "consumer"}
 	// COPY is a protocol of its own: what is pending goes first.
+	t.open()
 	if err := t.pipeline(); err != nil {
 		return err
 	}
@@ -328,6 +344,7 @@ func (t *tx) Insert(rs []queue.Record) error {
 // finds it gone on locking and gets no row; it looks once more, with a
 // snapshot that shows the consumption.
 func (t *tx) Claim() (queue.Record, bool) {
+	t.open()
 	for range 2 {
 		rs := t.records("SELECT " + columns + " FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT 1 FOR UPDATE SKIP LOCKED")
 		if len(rs) == 1 {
@@ -356,6 +373,7 @@ func (t *tx) Replace(r queue.Record) error {
 		t.held, was = nil, h.Status
 		t.later(replace+" WHERE id = $1 AND version = $2", args...)
 	} else {
+		t.open()
 		err = t.queryRow(`WITH old AS (SELECT id, status FROM lm_queue_items WHERE id = $1 AND version = $2 FOR UPDATE)
 			`+replace+` FROM old WHERE lm_queue_items.id = old.id RETURNING old.status`, args, &was)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -378,6 +396,7 @@ func (t *tx) Acknowledge(id string) error {
 
 func (t *tx) Remove(r queue.Record) error {
 	var was string
+	t.open()
 	err := t.queryRow("DELETE FROM lm_queue_items WHERE id = $1 AND version = $2 RETURNING status", []any{r.ID, int64(r.Version)}, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return queue.ErrConflict
@@ -510,10 +529,13 @@ func (t *tx) commit() error {
 	}
 	// Otherwise nothing a reader waits on changed (a delivery
 	// acknowledged, an agent's record): no one is woken.
-	if !t.begun && len(t.queued) == 0 {
-		return nil // nothing was sent and nothing is to be: nothing to end
+	end := t.queued
+	if t.begun {
+		end = append(end, &pgx.QueuedQuery{SQL: "COMMIT"})
 	}
-	if err := t.pipeline(&pgx.QueuedQuery{SQL: "COMMIT"}); err != nil {
+	// Else the writes, if any, are one batch: one implicit transaction.
+	t.queued = nil
+	if err := t.batch(end); err != nil {
 		return err
 	}
 	// Drop the events older than the retention window once a whole batch
