@@ -84,6 +84,7 @@ type Server struct {
 	opts     Options
 	verifier *token.Verifier
 	ops      map[string]op.Operation
+	api      []apiRoute // the operations' routes under /api
 	hub      *hub
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
@@ -121,11 +122,7 @@ func New(opts Options) (*Server, error) {
 	for _, o := range opts.Ops {
 		s.ops[o.Info().Name] = o
 	}
-	for _, r := range apiRoutes {
-		if r.tool != "" && s.ops[r.tool] == nil {
-			return nil, fmt.Errorf("gateway: route %s %s needs operation %s, which is not registered", r.method, r.path, r.tool)
-		}
-	}
+	s.api = apiRoutes(opts.Ops)
 	s.hub = newHub(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
@@ -169,12 +166,12 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	agents := func(h http.Handler) http.Handler { return s.identified(agentFace, h) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
-	for _, r := range apiRoutes {
-		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
+	for _, r := range s.api {
+		mux.Handle(r.Pattern(), page(s.apiHandler(r)))
 	}
 	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
 	s.askThreadRoutes(mux, page)
-	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
+	mux.Handle("/api/", page(http.HandlerFunc(s.apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 

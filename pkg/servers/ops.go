@@ -30,6 +30,7 @@ func Ops() []op.Operation {
 			Summary:     "List the configured MCP servers, with their state when a gateway runs",
 			Description: "Env and header values are shown as <redacted> unless they are ${env:NAME} references.",
 			Effect:      op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/servers", Summary: "The configured MCP servers"}},
 		}, List),
 		op.New(op.Meta{
 			Name: "servers_show", Path: []string{"servers", "show"},
