@@ -13,30 +13,27 @@ import (
 	"lmtool.dev/lm/pkg/queue"
 )
 
-// The hub reads the store's event log once per change, whichever process
-// made it, and fans the events out to every open event stream, so a
-// hundred open pages cost one store read per change, not a hundred. It
-// also notices agents going idle, which no process records: idleness is
-// the passing of time.
+// The hub reads the queue's feed (the events any process commits, and
+// agents turning idle: see [queue.Feed]) once per change, and fans it out
+// to every open event stream, so a hundred open pages cost one store read
+// per change, not a hundred, and every page sees what `lm queue watch`
+// prints.
 type hub struct {
 	env *op.Env
 	log *slog.Logger
 
 	ready chan struct{} // closed once the first read is done
 
-	// kick asks run for a full look at once: a first subscriber needs
-	// the agents' state, which nobody kept current while none listened.
+	// kick asks for a read at once: a first subscriber needs the agents'
+	// state, which nobody kept current while none listened.
 	kick chan struct{}
 
 	mu          sync.Mutex
-	subscribers int             // open event streams
-	agentsKnown bool            // connected is current
-	cursor      uint64          // newest store event read
-	seq         uint64          // newest item's hub sequence
-	buf         []item          // recent items, oldest first
-	wake        chan struct{}   // closed and replaced when items arrive
-	staleAfter  time.Duration   // the agent_stale_after_seconds setting
-	connected   map[string]bool // agents connected at the last look
+	subscribers int           // open event streams
+	cursor      uint64        // newest store event read
+	seq         uint64        // newest item's hub sequence
+	buf         []item        // recent items, oldest first
+	wake        chan struct{} // closed and replaced when items arrive
 }
 
 // item is one event as the hub delivers it. Stored events carry the
@@ -51,16 +48,12 @@ type item struct {
 // catches up from the store instead.
 const hubBuffer = 4096
 
-// idleSlack is added to the moment an agent turns idle before looking, so
-// the look falls after the moment rather than on it.
-const idleSlack = 50 * time.Millisecond
-
 func newHub(env *op.Env, log *slog.Logger) *hub {
-	return &hub{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
+	return &hub{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{})}
 }
 
 // join counts an event stream in until leave is called. While no stream is
-// open the hub only reads and logs new events: deriving agents' state and
+// open the hub only reads and logs new events: looking at agents and
 // timing their turning idle is work for subscribers.
 func (h *hub) join() (leave func()) {
 	h.mu.Lock()
@@ -76,174 +69,74 @@ func (h *hub) join() (leave func()) {
 	return sync.OnceFunc(func() {
 		h.mu.Lock()
 		h.subscribers--
-		if h.subscribers == 0 {
-			h.agentsKnown = false
-		}
 		h.mu.Unlock()
 	})
 }
 
-// run follows the store until ctx ends.
-func (h *hub) run(ctx context.Context) {
-	changes, unsubscribe, err := h.env.Store.Watch()
-	if err != nil {
-		h.log.Error("cannot watch the store; event streams will not update", "err", err)
-		close(h.ready)
-		return
-	}
-	defer unsubscribe()
-	for first := true; ; first = false {
-		var idleAt time.Time
-		err := guard.Call(h.log, "reading queue events", func() (err error) {
-			idleAt, err = h.poll(ctx, first)
-			return err
-		})
-		if first {
-			close(h.ready)
-		}
-		if err != nil && ctx.Err() == nil {
-			h.log.Warn("reading queue events", "err", err)
-			idleAt = time.Now().Add(time.Second) // try again soon
-		}
-		var timeout <-chan time.Time
-		var timer *time.Timer
-		if !idleAt.IsZero() {
-			timer = time.NewTimer(time.Until(idleAt))
-			timeout = timer.C
-		}
-		select {
-		case <-changes:
-		case <-h.kick:
-		case <-timeout:
-		case <-ctx.Done():
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-// poll reads new events and re-derives agent connectivity. It returns when
-// the next agent will turn idle (zero: none will).
-func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
-	if first {
-		st, err := queue.Status(ctx, h.env, queue.Empty{})
-		if err != nil {
-			return time.Time{}, err
-		}
-		h.mu.Lock()
-		h.cursor = st.LastEvent
-		h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
-		h.mu.Unlock()
-	}
-	for {
-		h.mu.Lock()
-		cursor := h.cursor
-		h.mu.Unlock()
-		events, err := queue.EventsSince(ctx, h.env, cursor, 1000)
-		if err != nil {
-			return time.Time{}, err
-		}
-		h.mu.Lock()
-		for _, e := range events {
-			h.logEvent(e)
-			if e.Type == queue.EventConfigUpdated {
-				var s queue.Settings
-				if json.Unmarshal(e.Data, &s) == nil {
-					h.staleAfter = time.Duration(s.AgentStaleAfterSeconds) * time.Second
-				}
-			}
-			h.appendLocked(h.deriveLocked(e), true)
-			h.cursor = e.ID
-		}
-		h.mu.Unlock()
-		if len(events) < 1000 {
-			break
-		}
-	}
-	h.mu.Lock()
-	listened := h.subscribers > 0
-	h.mu.Unlock()
-	if !listened {
-		h.mu.Lock()
-		h.broadcastLocked()
-		h.mu.Unlock()
-		return time.Time{}, nil
-	}
-	st, err := queue.Status(ctx, h.env, queue.Empty{})
-	if err != nil {
-		return time.Time{}, err
-	}
+func (h *hub) listened() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
-	var next time.Time
-	now := h.env.Now()
-	// An agent seen connected at the last look and not now turned idle;
-	// after a time nobody listened, the last look is too old to say.
-	announce := !first && h.agentsKnown
-	h.agentsKnown = true
-	for _, a := range st.Agents {
-		if announce && h.connected[a.AgentID] && !a.Connected {
-			data, _ := json.Marshal(a)
-			h.appendLocked(queue.Event{Type: queue.EventStatusChanged, Timestamp: now.UTC(), Data: data}, false)
-		}
-		h.connected[a.AgentID] = a.Connected
-		if a.Connected {
-			at := a.LastSeenAt.Add(h.staleAfter)
-			if a.WaitingUntil != nil && a.WaitingUntil.After(at) {
-				at = *a.WaitingUntil
-			}
-			if at = at.Add(idleSlack); next.IsZero() || at.Before(next) {
-				next = at
-			}
-		}
-	}
-	h.broadcastLocked()
-	return next, nil
+	return h.subscribers > 0
 }
 
-func (h *hub) appendLocked(e queue.Event, stored bool) {
-	h.seq++
-	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
+// run follows the feed until ctx ends; a failed read is logged and the
+// feed read again a second later.
+func (h *hub) run(ctx context.Context) {
+	var feed *queue.Feed
+	ready := sync.OnceFunc(func() { close(h.ready) })
+	defer ready()
+	for ctx.Err() == nil {
+		err := guard.Call(h.log, "reading queue events", func() (err error) {
+			if feed == nil {
+				if feed, err = queue.OpenFeed(ctx, h.env, nil); err != nil {
+					feed = nil
+					return err
+				}
+				h.mu.Lock()
+				h.cursor = feed.Cursor()
+				h.mu.Unlock()
+			}
+			return feed.Follow(ctx, h.kick, h.listened, func(events []queue.Event) error {
+				h.deliver(events)
+				ready()
+				return nil
+			})
+		})
+		// Streams wait for the first read, not for a store that cannot
+		// be read: they catch up once it can.
+		ready()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("reading queue events", "err", err)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// deliver logs a read's stored events and hands all of them to the
+// streams.
+func (h *hub) deliver(events []queue.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range events {
+		stored := e.ID != 0
+		if stored {
+			h.logEvent(e)
+			h.cursor = e.ID
+		}
+		h.seq++
+		h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
+	}
 	if len(h.buf) > hubBuffer {
 		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-hubBuffer:]...)
 	}
-}
-
-func (h *hub) broadcastLocked() {
-	if len(h.buf) > 0 && h.buf[len(h.buf)-1].seq == h.seq {
+	if len(events) > 0 {
 		close(h.wake)
 		h.wake = make(chan struct{})
 	}
-}
-
-// derive fills in an agent event's waiting and connected flags, which the
-// store leaves for readers to compute from the time.
-func (h *hub) derive(e queue.Event) queue.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.deriveLocked(e)
-}
-
-func (h *hub) deriveLocked(e queue.Event) queue.Event {
-	if e.Type != queue.EventStatusChanged {
-		return e
-	}
-	var a queue.Agent
-	if json.Unmarshal(e.Data, &a) != nil {
-		return e
-	}
-	now := h.env.Now()
-	a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
-	a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= h.staleAfter
-	if data, err := json.Marshal(a); err == nil {
-		e.Data = data
-	}
-	return e
 }
 
 // position is where a new stream joins: the newest item and the newest

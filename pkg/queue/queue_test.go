@@ -101,10 +101,7 @@ func TestStatusEventsCarryDerivedFlags(t *testing.T) {
 	setWait(t, env, 0)
 	ctx := context.Background()
 	Next(ctx, env, NextInput{AgentID: "a"})
-	events, err := EventsSince(ctx, env, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	events := storedEvents(t, env)
 	last := events[len(events)-1]
 	if last.Type != EventStatusChanged || string(last.Data) == "" || !strings.Contains(string(last.Data), `"connected":true`) {
 		t.Fatalf("last event %s %s", last.Type, last.Data)
@@ -121,18 +118,18 @@ func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 	if _, err := Add(ctx, env, AddInput{Contents: contents}); err != nil {
 		t.Fatal(err)
 	}
-	events, _ := EventsSince(ctx, env, 0, 0)
+	events := storedEvents(t, env)
 	if len(events) != eventRetention || events[0].ID != 501 || events[len(events)-1].ID != uint64(len(contents)) {
 		t.Fatalf("%d events kept, ids %d..%d", len(events), events[0].ID, events[len(events)-1].ID)
 	}
 	// Old events go a batch at a time: the window grows by up to a batch.
 	Add(ctx, env, AddInput{Contents: contents[:trimBatch-1]})
-	events, _ = EventsSince(ctx, env, 0, 0)
+	events = storedEvents(t, env)
 	if len(events) != eventRetention+trimBatch-1 || events[0].ID != 501 {
 		t.Fatalf("within a batch: %d events from %d", len(events), events[0].ID)
 	}
 	Add(ctx, env, AddInput{Contents: []string{"one more", "and another"}})
-	events, _ = EventsSince(ctx, env, 0, 0)
+	events = storedEvents(t, env)
 	last := events[len(events)-1].ID
 	if len(events) != eventRetention || events[0].ID != last-eventRetention+1 {
 		t.Fatalf("after a whole batch: %d events from %d to %d", len(events), events[0].ID, last)
@@ -174,4 +171,15 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// storedEvents are the events as the store holds them, before a feed
+// derives anything.
+func storedEvents(t *testing.T, env *op.Env) []Event {
+	t.Helper()
+	var events []Event
+	if err := view(context.Background(), env, func(t *tx) error { events = t.eventsSince(0, 0); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return events
 }
