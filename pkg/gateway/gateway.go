@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
@@ -31,7 +31,7 @@ import (
 
 // DefaultAddr is where the gateway listens unless told otherwise: loopback
 // only, on a port no common development server uses.
-const DefaultAddr = "127.0.0.1:7437"
+const DefaultAddr = daemon.DefaultAddr
 
 // Limits on what one request may cost.
 const (
@@ -151,15 +151,8 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
 
 // PageURL is the page's address on a gateway listening at addr, carrying
-// the person's token (if any) in the fragment, which browsers never send to
-// a server: the page keeps it and drops it from the address bar.
-func PageURL(addr, token string) string {
-	u := "http://" + addr + "/"
-	if token != "" {
-		u += "#token=" + url.QueryEscape(token)
-	}
-	return u
-}
+// the person's token (if any): see [daemon.PageURL].
+func PageURL(addr, token string) string { return daemon.PageURL(addr, token) }
 
 func (s *Server) routes(m *server.MCPServer) http.Handler {
 	page := func(h http.Handler) http.Handler { return s.identified(pageFace, h) }

@@ -13,6 +13,7 @@ import (
 	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/generate"
 	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/jobs"
@@ -40,6 +41,7 @@ var Groups = []Group{
 	{"generate", "Fill templates with variables, strictly (local_generate)"},
 	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
 	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
+	{"gateway", "Serve the web page, the queue's HTTP API and MCP over HTTP"},
 }
 
 // Subgroups describe the commands inside a group that only hold others,
@@ -69,6 +71,7 @@ func All() []op.Operation {
 		generate.Ops(),
 		servers.Ops(),
 		agent.Ops(),
+		daemon.Ops(All),
 	} {
 		ops = append(ops, domain...)
 	}
