@@ -14,4 +14,6 @@ func rootFlag() ucli.Flag {
 }
 
 // agentRoots are --root's directories, absolute, else the working directory.
-func agentRoots(cmd *ucli.Command) ([]string, error) { return daemon.AgentRoots(cmd.StringSlice("root")) }
+func agentRoots(cmd *ucli.Command) ([]string, error) {
+	return daemon.AgentRoots(cmd.StringSlice("root"))
+}

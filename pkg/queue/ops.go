@@ -116,12 +116,12 @@ func Ops() []op.Operation {
 		}, Prune),
 		op.New(op.Meta{
 			Name: "queue_watch", Path: []string{"queue", "watch"},
-			Callers:     op.PersonOnly,
-			Summary:     "Print queue events as JSON Lines as they happen, from any process",
+			Callers: op.PersonOnly,
+			Summary: "Print queue events as JSON Lines as they happen, from any process",
 			Description: "Event types: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated. Each carries the full item. " +
 				"A status.changed with id 0 is an agent turning idle, which no process records: the watch notices the time pass. GET /api/events on the gateway streams the same events.",
-			Examples:    "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",
-			Effect:      op.ReadOnly, Stream: true, CLIOnly: true,
+			Examples: "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",
+			Effect:   op.ReadOnly, Stream: true, CLIOnly: true,
 		}, Watch),
 	}
 }
