@@ -405,11 +405,22 @@ func argsUsage(m op.Meta, schema *jsonschema.Schema) string {
 	return strings.Join(parts, " ")
 }
 
+// mcpLine names the operation on the other faces: its MCP tool and its
+// routes on lm gateway's API.
 func mcpLine(m op.Meta) string {
 	if m.CLIOnly {
 		return ""
 	}
-	return "MCP tool: " + m.Name
+	line := "MCP tool: " + m.Name
+	for i, r := range m.HTTP {
+		if i == 0 {
+			line += "\nHTTP (lm gateway): "
+		} else {
+			line += ", "
+		}
+		line += r.Pattern()
+	}
+	return line
 }
 
 func indentBlock(title, body string) string {
