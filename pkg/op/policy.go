@@ -80,7 +80,9 @@ func ParseGrant(names []string, ops []Operation) (Grant, error) {
 	for _, o := range ops {
 		m := o.Info()
 		valid[m.Name] = true
-		if !valid[m.Group()] {
+		// A group is a grant when it holds an operation agents could be
+		// served; one of command-line operations only grants nothing.
+		if !m.CLIOnly && !m.Stream && !valid[m.Group()] {
 			valid[m.Group()] = true
 			groups = append(groups, m.Group())
 		}
