@@ -1,6 +1,7 @@
 // Package daemon runs the gateway in the background: a detached process
 // whose pid, address and log live in files under LM_HOME, so any shell can
-// start, stop and inspect it (what spec 000's server.sh did).
+// start, stop and inspect it. Its operations are `lm gateway start|stop|
+// restart|status|logs` (ops.go), the person's on the command line only.
 package daemon
 
 import (
