@@ -273,6 +273,9 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (struct{}, error) {
 			return struct{}{}, op.Errorf(op.KindInvalid, "N must be a number of lines, got %q", in.N)
 		}
 	}
+	if env.Stdout == nil {
+		return struct{}{}, op.Errorf(op.KindInvalid, "the gateway log is printed on lm's command line only").WithHint("run lm gateway logs")
+	}
 	log := Files{Dir: env.Home}.Log()
 	lines, end, err := Tail(log, n)
 	if err != nil {
