@@ -30,7 +30,9 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"the person's token (open it once; the page keeps the token). " +
 			"The page is at /, the API at /api (described at /docs and /openapi.json), live events at /api/events, " +
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
-			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names. " +
+			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names; " +
+			"--allow-origin names origins whose pages may call it from a browser (CORS), trading their token for a single-use ticket " +
+			"(POST /api/tickets) to open an EventSource on /sse or /api/events with ?ticket=. " +
 			"Every request but the page's files needs \"Authorization: Bearer TOKEN\": the person's token ($LM_HOME/gateway.token, " +
 			"made on the first start; or LM_API_TOKEN, or --token-file), or an agent's ('lm gateway token add NAME'), which names the " +
 			"agent. --no-token is for loopback only.\n\n" +
@@ -49,6 +51,9 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
 			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
 			allowFlag(),
+			&ucli.StringSliceFlag{Name: "allow-origin", Local: true,
+				Usage: "let pages of `ORIGIN` (scheme://host[:port], repeatable) call the gateway from a browser, with CORS; " +
+					"they still need a token, and an EventSource a ticket from POST /api/tickets (also [gateway] allow_origins)"},
 		},
 		Action:   a.gatewayServe,
 		Commands: []*ucli.Command{a.gatewayTokenCommand()},
@@ -113,7 +118,11 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
+	origins, err := daemon.AllowedOrigins(env.Home, cmd.StringSlice("allow-origin"))
+	if err != nil {
+		return fail(err)
+	}
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
@@ -167,7 +176,6 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	return nil
 }
-
 // gatewayTokenCommand is `lm gateway token`: the agents' tokens. They are
 // the person's to make, on the command line only: an agent never mints its
 // own identity.

@@ -15,6 +15,7 @@ import (
 func TestAPIRoutesComeFromTheRegistry(t *testing.T) {
 	want := []string{
 		"DELETE /api/instructions/{id} queue_rm 204 body=false person=false",
+		"DELETE /api/servers/{name} servers_rm 200 body=false person=false",
 		"GET /api/config queue_config 200 body=false person=false",
 		"GET /api/history servers_history 200 body=false person=false",
 		"GET /api/instructions queue_list 200 body=false person=false",
@@ -29,6 +30,8 @@ func TestAPIRoutesComeFromTheRegistry(t *testing.T) {
 		"POST /api/instructions queue_add 201 body=true person=false",
 		"POST /api/instructions/{id}/move queue_move 200 body=true person=false",
 		"POST /api/instructions/{id}/requeue queue_requeue 200 body=false person=false",
+		"POST /api/servers servers_add 201 body=true person=false",
+		"POST /api/servers/install servers_install 201 body=true person=false",
 	}
 	var got []string
 	for _, rt := range apiRoutes(registry.All()) {

@@ -76,7 +76,8 @@ type Meta struct {
 	// Stream marks an operation that reports through Env.Emit (JSON Lines
 	// on the CLI) rather than returning one result. Streams are CLI only.
 	Stream bool
-	// CLIOnly keeps the operation off MCP.
+	// CLIOnly keeps the operation off MCP; it is on HTTP only by the
+	// routes it declares (HTTP).
 	CLIOnly bool
 	// Hidden keeps a CLI command out of help and completion (internal
 	// entry points such as a supervisor process).
@@ -97,7 +98,7 @@ type Meta struct {
 	// neither list nor take them.
 	CLIFields []string
 	// HTTP are the operation's routes on the gateway's API (see [Route]);
-	// none keeps it off HTTP but for /mcp.
+	// none keeps it off HTTP but for /mcp. A stream has none.
 	HTTP []Route
 }
 
@@ -263,8 +264,8 @@ func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
 	if reflect.TypeFor[Out]().Kind() != reflect.Struct || reflect.TypeFor[In]().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("op %s: input and output must be structs (MCP schemas are objects)", meta.Name))
 	}
-	if len(meta.HTTP) > 0 && (meta.Stream || meta.CLIOnly) {
-		panic(fmt.Sprintf("op %s: a stream or CLI-only operation has no HTTP route", meta.Name))
+	if len(meta.HTTP) > 0 && meta.Stream {
+		panic(fmt.Sprintf("op %s: a stream has no HTTP route", meta.Name))
 	}
 	return &typed[In, Out]{meta: meta, run: run}
 }

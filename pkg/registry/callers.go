@@ -71,7 +71,10 @@ The routes after the faces are the operation's on the gateway's REST API (` + "`
 			fields[i] = "`" + f + "`"
 		}
 		faces := "CLI, MCP, HTTP"
-		if m.CLIOnly || m.Stream {
+		switch {
+		case (m.CLIOnly || m.Stream) && len(m.HTTP) > 0:
+			faces = "CLI"
+		case m.CLIOnly || m.Stream:
 			faces = "CLI only"
 		}
 		for _, r := range m.HTTP {

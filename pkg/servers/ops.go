@@ -46,12 +46,14 @@ func Ops() []op.Operation {
 			Examples:    "lm servers add memory --auto-start -- npx -y @modelcontextprotocol/server-memory\nlm servers add docs --url https://example.com/mcp\nlm servers add gh --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio",
 			Args:        []string{"name", "command"},
 			Effect:      op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers", Summary: "Add a server, as lm servers add does (the person's token only)", Status: 201, Body: true}},
 		}, Add),
 		op.New(op.Meta{
 			Name: "servers_rm", Path: []string{"servers", "rm"},
 			Callers: op.PersonOnly,
 			Summary: "Remove a server from the configuration (a running gateway stops it)", Args: []string{"name"},
 			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
+			HTTP: []op.Route{{Method: "DELETE", Path: "/api/servers/{name}", Summary: "Remove a server from the configuration; the gateway stops it (the person's token only)"}},
 		}, Remove),
 		op.New(op.Meta{
 			Name: "servers_enable", Path: []string{"servers", "enable"},
@@ -96,6 +98,7 @@ func Ops() []op.Operation {
 			Examples: "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
 			Args:     []string{"package"},
 			Effect:   op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers/install", Summary: "Install a server from npm and add it, as lm servers install does (the person's token only)", Status: 201, Body: true}},
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
@@ -524,6 +527,12 @@ type InstallOutput struct {
 func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput, error) {
 	if in.Name != "" && !NamePattern.MatchString(in.Name) {
 		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
+	}
+	// npm would read a leading dash as one of its own options (--prefix,
+	// --registry), not as the package.
+	if pkg := strings.TrimSpace(in.Package); pkg == "" || strings.HasPrefix(pkg, "-") {
+		return InstallOutput{}, op.Errorf(op.KindInvalid, "package %q is not a package npm can install", in.Package).
+			WithHint("name an npm package (name or name@version), a tarball or a directory (./dir)")
 	}
 	if in.AllowScripts && !env.Caller.Terminal {
 		return InstallOutput{}, op.Errorf(op.KindDenied, "install scripts run code from the package as you; only lm's command line may allow them").

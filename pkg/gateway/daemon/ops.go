@@ -83,6 +83,7 @@ type ServeInput struct {
 	AddrFile    string   `json:"addr_file,omitempty" jsonschema:"write the listening address to this file once serving"`
 	LogLevel    string   `json:"log_level,omitempty" jsonschema:"log records of this level and above: debug, info, warn or error (default: $LM_LOG_LEVEL, else info)"`
 	Allow       []string `json:"allow,omitempty" jsonschema:"let agents also call these (comma-separated or repeated): a GROUP, a TOOL, TOOL.FIELD for a person-only field, or all; see docs/callers.md"`
+	AllowOrigin []string `json:"allow_origin,omitempty" jsonschema:"let pages of this origin (scheme://host[:port]) call the gateway from a browser, with CORS; they still need a token, and an EventSource a ticket from POST /api/tickets (also [gateway] allow_origins)"`
 }
 
 // StartOutput is a started gateway. Its fields are in name order, as the
@@ -123,6 +124,9 @@ func Start(ctx context.Context, env *op.Env, in ServeInput, ops []op.Operation) 
 	if _, err := LogLevel(level); err != nil {
 		return StartOutput{}, err
 	}
+	if _, err := AllowedOrigins(files.Dir, in.AllowOrigin); err != nil {
+		return StartOutput{}, err
+	}
 	if _, err := duration.Field("session_ttl", in.SessionTTL, 0); err != nil {
 		return StartOutput{}, err
 	}
@@ -157,6 +161,9 @@ func Start(ctx context.Context, env *op.Env, in ServeInput, ops []op.Operation) 
 	}
 	for _, g := range in.Allow {
 		args = append(args, "--allow", g)
+	}
+	for _, o := range in.AllowOrigin {
+		args = append(args, "--allow-origin", o)
 	}
 	if in.AddrFile != "" {
 		args = append(args, "--addr-file", in.AddrFile)

@@ -113,3 +113,50 @@ func AgentRoots(dirs []string) ([]string, error) {
 	}
 	return roots, nil
 }
+
+// ParseOrigin checks an origin a person allows and returns it as browsers
+// send it in the Origin header: scheme://host[:port], lower case, without a
+// default port. A wildcard, "null", a path, a query or credentials are
+// refused: each would let in more than the one site the person means.
+func ParseOrigin(s string) (string, error) {
+	invalid := func(why string) error {
+		return op.Errorf(op.KindInvalid, "origin %q %s", s, why).
+			WithHint("name each origin as the browser shows it, scheme://host[:port], e.g. http://localhost:5173")
+	}
+	if s == "*" || strings.EqualFold(s, "null") {
+		return "", invalid("would allow every page: no wildcard origin is accepted")
+	}
+	u, err := url.Parse(strings.TrimSuffix(s, "/"))
+	switch {
+	case err != nil:
+		return "", invalid("is not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", invalid("is not an http:// or https:// origin")
+	case u.Host == "" || u.Opaque != "":
+		return "", invalid("has no host")
+	case u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.Contains(s, "*"):
+		return "", invalid("is more than scheme://host[:port]")
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	if port := u.Port(); (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		host = strings.TrimSuffix(host, ":"+port)
+	}
+	return scheme + "://" + host, nil
+}
+
+// AllowedOrigins are the other origins whose pages may call the gateway:
+// [gateway] allow_origins in home's config.toml and those named on the
+// command line (--allow-origin), each checked.
+func AllowedOrigins(home string, named []string) ([]string, error) {
+	settings, err := LoadSettings(home)
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "%w", err)
+	}
+	origins := append(settings.AllowOrigins, named...)
+	for i, o := range origins {
+		if origins[i], err = ParseOrigin(o); err != nil {
+			return nil, err
+		}
+	}
+	return origins, nil
+}
