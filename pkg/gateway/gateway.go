@@ -185,7 +185,9 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	s.mcp = s.opts.Sessions.Server(m, server.WithHeartbeatInterval(s.opts.KeepAlive))
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", agents(mcpx.ResourceErrors(s.mcp)))
+	// Calls of the servers' tools cross as bytes; everything else reaches
+	// the transport, whose unknown resources answer resource-not-found.
+	mux.Handle("/mcp", agents(s.servers.Passthrough(s.opts.Sessions, mcpx.ResourceErrors(s.mcp))))
 	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
 	hub := s.servers.Handler(s.opts.Sessions)
