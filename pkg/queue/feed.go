@@ -16,10 +16,10 @@ import (
 // an id (ID 0) when an agent seen connected no longer is. No process
 // records an agent going idle: idleness is the passing of time.
 //
-// It reads the store through one read transaction per [Feed.Read] — the
-// events after a cursor, the settings and the agents — and wakes on the
-// store's change notification, so it needs of a queue backend only those
-// reads and that notification. A Feed is not safe for concurrent use.
+// It reads the queue's [Storage] through one read transaction per
+// [Feed.Read] — the events after a cursor, the settings and the agents —
+// and wakes on its change notification, so it serves every backend alike.
+// A Feed is not safe for concurrent use.
 type Feed struct {
 	env    *op.Env
 	cursor uint64
@@ -41,7 +41,7 @@ func OpenFeed(ctx context.Context, env *op.Env, since *uint64) (*Feed, error) {
 		f.cursor = *since
 		return f, nil
 	}
-	err := view(ctx, env, func(t *tx) error { f.cursor = t.lastEvent(); return nil })
+	err := view(ctx, env, func(t *tx) error { f.cursor = t.LastEvent(); return nil })
 	return f, err
 }
 
@@ -56,7 +56,7 @@ func (f *Feed) Cursor() uint64 { return f.cursor }
 func (f *Feed) Read(ctx context.Context, agents bool) (events []Event, next time.Time, err error) {
 	err = view(ctx, f.env, func(t *tx) error {
 		s := t.settings()
-		events = t.eventsSince(f.cursor, 0)
+		events = t.EventsSince(f.cursor, 0)
 		for i, e := range events {
 			events[i] = deriveAgent(e, t.now, s.AgentStaleAfterSeconds)
 		}
@@ -64,7 +64,7 @@ func (f *Feed) Read(ctx context.Context, agents bool) (events []Event, next time
 			f.connected = nil
 			return nil
 		}
-		look := t.agents(t.now, s.AgentStaleAfterSeconds)
+		look := t.agents(s.AgentStaleAfterSeconds)
 		seen := f.connected
 		f.connected = make(map[string]bool, len(look))
 		for _, a := range look {
@@ -105,7 +105,7 @@ func (f *Feed) Read(ctx context.Context, agents bool) (events []Event, next time
 // none, go to deliver in one call. agents says whether a read looks at the
 // agents (nil: always). It returns nil when ctx ends.
 func (f *Feed) Follow(ctx context.Context, wake <-chan struct{}, agents func() bool, deliver func([]Event) error) error {
-	changes, unsubscribe, err := f.env.Store.Watch()
+	changes, unsubscribe, err := Changes(ctx, f.env)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func Replay(ctx context.Context, env *op.Env, since uint64, limit int) ([]Event,
 	var events []Event
 	err := view(ctx, env, func(t *tx) error {
 		stale := t.settings().AgentStaleAfterSeconds
-		events = t.eventsSince(since, limit)
+		events = t.EventsSince(since, limit)
 		for i, e := range events {
 			events[i] = deriveAgent(e, t.now, stale)
 		}

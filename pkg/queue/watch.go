@@ -40,3 +40,18 @@ func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
 
 // errWatchDone ends a watch that emitted the events it was asked for.
 var errWatchDone = errors.New("the watch emitted its count")
+
+// LastEvent is the id of the newest event in the store.
+func LastEvent(ctx context.Context, env *op.Env) (uint64, error) {
+	var last uint64
+	err := view(ctx, env, func(t *tx) error { last = t.LastEvent(); return nil })
+	return last, err
+}
+
+// EventsSince returns up to limit events after the id since (0: no limit),
+// as stored: a [Feed] derives agents' flags at reading.
+func EventsSince(ctx context.Context, env *op.Env, since uint64, limit int) ([]Event, error) {
+	var events []Event
+	err := view(ctx, env, func(t *tx) error { events = t.EventsSince(since, limit); return nil })
+	return events, err
+}
