@@ -34,12 +34,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	caughtUp, leave := s.hub.join()
+	defer leave()
 	select {
-	case <-s.hub.ready:
+	case <-caughtUp:
 	case <-r.Context().Done():
 		return
 	}
-	defer s.hub.join()()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")

@@ -18,22 +18,30 @@ import (
 // to every open event stream, so a hundred open pages cost one store read
 // per change, not a hundred, and every page sees what `lm queue watch`
 // prints.
+//
+// While no stream is open nobody waits for a change, and the log is the
+// only reader: the hub then reads at most once per quietFollow, however
+// many commits other processes make meanwhile, so an idle gateway costs
+// next to nothing per outside commit and still logs every change once.
 type hub struct {
 	env *op.Env
 	log *slog.Logger
 
-	ready chan struct{} // closed once the first read is done
-
-	// kick asks for a read at once: a first subscriber needs the agents'
-	// state, which nobody kept current while none listened.
+	// kick asks run for a full look at once: a first subscriber needs
+	// the agents' state, which nobody kept current while none listened.
 	kick chan struct{}
 
 	mu          sync.Mutex
-	subscribers int           // open event streams
-	cursor      uint64        // newest store event read
-	seq         uint64        // newest item's hub sequence
-	buf         []item        // recent items, oldest first
-	wake        chan struct{} // closed and replaced when items arrive
+	subscribers int             // open event streams
+	behind      bool            // a change has not been read yet
+	reading     bool            // a read is under way
+	caughtUp    []chan struct{} // closed when a read ends: joining streams
+	cursor      uint64          // newest store event read
+	seq         uint64          // newest item's hub sequence
+	buf         []item          // recent items, oldest first
+	wake        chan struct{}   // closed and replaced when items arrive
+
+	feed *queue.Feed // read by run only
 }
 
 // item is one event as the hub delivers it. Stored events carry the
@@ -44,21 +52,34 @@ type item struct {
 	stored bool
 }
 
-// hubBuffer is how many recent items a stream can lag behind before it
-// catches up from the store instead.
+// hubBuffer is how many recent items a stream can lag behind, at least,
+// before it catches up from the store instead.
 const hubBuffer = 4096
 
+// quietFollow is how long the hub lets changes pile up before reading
+// them while no stream is open.
+var quietFollow = time.Second
+
 func newHub(env *op.Env, log *slog.Logger) *hub {
-	return &hub{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{})}
+	return &hub{env: env, log: log, behind: true, kick: make(chan struct{}, 1), wake: make(chan struct{})}
 }
 
-// join counts an event stream in until leave is called. While no stream is
-// open the hub only reads and logs new events: looking at agents and
-// timing their turning idle is work for subscribers.
-func (h *hub) join() (leave func()) {
+// join counts an event stream in until leave is called. The stream may
+// take its position once caughtUp is closed: by then the hub has read every
+// change committed before the join, so none of them reaches the stream as
+// new. While no stream is open the hub only reads and logs new events:
+// deriving agents' state and timing their turning idle is work for
+// subscribers.
+func (h *hub) join() (caughtUp <-chan struct{}, leave func()) {
 	h.mu.Lock()
 	h.subscribers++
 	first := h.subscribers == 1
+	ch := make(chan struct{})
+	if h.behind || h.reading {
+		h.caughtUp = append(h.caughtUp, ch)
+	} else {
+		close(ch)
+	}
 	h.mu.Unlock()
 	if first {
 		select {
@@ -66,74 +87,144 @@ func (h *hub) join() (leave func()) {
 		default:
 		}
 	}
-	return sync.OnceFunc(func() {
+	return ch, sync.OnceFunc(func() {
 		h.mu.Lock()
 		h.subscribers--
 		h.mu.Unlock()
 	})
 }
 
-func (h *hub) listened() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.subscribers > 0
-}
-
-// run follows the feed until ctx ends; a failed read is logged and the
-// feed read again a second later.
+// run follows the store until ctx ends.
 func (h *hub) run(ctx context.Context) {
-	var feed *queue.Feed
-	ready := sync.OnceFunc(func() { close(h.ready) })
-	defer ready()
-	for ctx.Err() == nil {
+	changes, unsubscribe, err := queue.Changes(ctx, h.env)
+	if err != nil {
+		h.log.Error("cannot watch the store; event streams will not update", "err", err)
+		h.mu.Lock()
+		h.behind = false // nothing will be read: let streams start
+		h.mu.Unlock()
+		h.release()
+		return
+	}
+	defer unsubscribe()
+	var idleAt time.Time
+	for {
 		err := guard.Call(h.log, "reading queue events", func() (err error) {
-			if feed == nil {
-				if feed, err = queue.OpenFeed(ctx, h.env, nil); err != nil {
-					feed = nil
-					return err
-				}
-				h.mu.Lock()
-				h.cursor = feed.Cursor()
-				h.mu.Unlock()
-			}
-			return feed.Follow(ctx, h.kick, h.listened, func(events []queue.Event) error {
-				h.deliver(events)
-				ready()
-				return nil
-			})
+			idleAt, err = h.poll(ctx)
+			return err
 		})
-		// Streams wait for the first read, not for a store that cannot
-		// be read: they catch up once it can.
-		ready()
-		if err == nil || ctx.Err() != nil {
-			return
+		h.release()
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("reading queue events", "err", err)
+			idleAt = time.Now().Add(time.Second) // try again soon
 		}
-		h.log.Warn("reading queue events", "err", err)
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
+		if !h.await(ctx, changes, idleAt) {
+			return
 		}
 	}
 }
 
-// deliver logs a read's stored events and hands all of them to the
-// streams.
-func (h *hub) deliver(events []queue.Event) {
+// await returns when the hub should read the store again: at once after a
+// change while a stream is open, else once quietFollow has passed since
+// the first unread change; and when the next agent turns idle. It returns
+// false when ctx ends.
+func (h *hub) await(ctx context.Context, changes <-chan struct{}, idleAt time.Time) bool {
+	var idle, quiet <-chan time.Time
+	if !idleAt.IsZero() {
+		t := time.NewTimer(idleAt.Sub(h.env.Now()))
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case <-changes:
+			h.mu.Lock()
+			h.behind = true
+			listened := h.subscribers > 0
+			h.mu.Unlock()
+			if listened {
+				return true
+			}
+			if quiet == nil {
+				t := time.NewTimer(quietFollow)
+				defer t.Stop()
+				quiet = t.C
+			}
+		case <-quiet:
+			return true
+		case <-h.kick:
+			return true
+		case <-idle:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// release lets the streams that joined before the last read ended take
+// their position.
+func (h *hub) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.reading = false
+	for _, ch := range h.caughtUp {
+		close(ch)
+	}
+	h.caughtUp = nil
+}
+
+// poll reads the feed: the events committed since the last read, and
+// while a stream is open, the agents that turned idle. It returns when the
+// next agent will turn idle (zero: none will, or nobody listens).
+func (h *hub) poll(ctx context.Context) (time.Time, error) {
+	h.mu.Lock()
+	h.behind, h.reading = false, true
+	listened := h.subscribers > 0
+	h.mu.Unlock()
+	if h.feed == nil {
+		feed, err := queue.OpenFeed(ctx, h.env, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		h.feed = feed
+		h.mu.Lock()
+		h.cursor = feed.Cursor()
+		h.mu.Unlock()
+	}
+	events, next, err := h.feed.Read(ctx, listened)
+	if err != nil {
+		return time.Time{}, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Items are kept for streams only: one that opens later starts after
+	// them, and one that opens during this read waits for it to end.
 	for _, e := range events {
 		stored := e.ID != 0
 		if stored {
 			h.logEvent(e)
 			h.cursor = e.ID
 		}
-		h.seq++
-		h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
+		if listened {
+			h.appendLocked(e, stored)
+		}
 	}
-	if len(h.buf) > hubBuffer {
+	h.broadcastLocked()
+	return next, nil
+}
+
+func (h *hub) appendLocked(e queue.Event, stored bool) {
+	h.seq++
+	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
+	// Trimmed a half at a time: copying the whole buffer to drop one
+	// item made every append under load cost a buffer's copy.
+	if len(h.buf) >= 2*hubBuffer {
 		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-hubBuffer:]...)
 	}
-	if len(events) > 0 {
+}
+
+func (h *hub) broadcastLocked() {
+	if len(h.buf) > 0 && h.buf[len(h.buf)-1].seq == h.seq {
 		close(h.wake)
 		h.wake = make(chan struct{})
 	}
