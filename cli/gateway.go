@@ -176,6 +176,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	return nil
 }
+
 // gatewayTokenCommand is `lm gateway token`: the agents' tokens. They are
 // the person's to make, on the command line only: an agent never mints its
 // own identity.
