@@ -14,9 +14,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers/client"
 )
 
 // route maps an HTTP method and path onto an operation. The operation's
@@ -199,7 +199,7 @@ func statusFor(err error, invalid int) int {
 	// A tool that reports an error answered: the failure is the server's,
 	// not the gateway's.
 	switch op.EnvelopeOf(err).ErrorCategory {
-	case agent.OutcomeToolError:
+	case client.OutcomeToolError:
 		return http.StatusBadGateway
 	case "store_corrupt":
 		// A damaged store is the server's failure, not the request's.

@@ -35,11 +35,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	select {
-	case <-s.hub.ready:
+	case <-s.fanout.ready:
 	case <-r.Context().Done():
 		return
 	}
-	defer s.hub.join()()
+	defer s.fanout.join()()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -49,7 +49,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	out := bufio.NewWriter(w)
 	fmt.Fprintf(out, "retry: %d\n\n", retryMillis)
 
-	pos, cursor := s.hub.position()
+	pos, cursor := s.fanout.position()
 	// A resume point from another store (a gateway for another project
 	// now on this address, or a restored file), or one this store never
 	// issued, cannot be continued: the client reloads its state.
@@ -66,10 +66,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !resume {
 		last = cursor
 	}
-	// catchUp sends the stored events after last up to the hub's cursor,
-	// from the store, and returns the hub position to follow from.
+	// catchUp sends the stored events after last up to the fanout's cursor,
+	// from the store, and returns the fanout position to follow from.
 	catchUp := func() (uint64, error) {
-		pos, cursor := s.hub.position()
+		pos, cursor := s.fanout.position()
 		for last < cursor {
 			events, err := queue.EventsSince(r.Context(), &s.opts.Env, last, 1000)
 			if err != nil {
@@ -85,7 +85,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if e.ID > cursor {
 					break
 				}
-				if err := writeEvent(out, s.hub.derive(e), true); err != nil {
+				if err := writeEvent(out, s.fanout.derive(e), true); err != nil {
 					return 0, err
 				}
 				last = e.ID
@@ -100,7 +100,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	for {
-		items, wake, ok := s.hub.after(pos)
+		items, wake, ok := s.fanout.after(pos)
 		if !ok {
 			if pos, err = catchUp(); err != nil {
 				return

@@ -84,7 +84,7 @@ type Server struct {
 	opts     Options
 	verifier *token.Verifier
 	ops      map[string]op.Operation
-	hub      *hub
+	fanout   *fanout
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
 	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
@@ -126,7 +126,7 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("gateway: route %s %s needs operation %s, which is not registered", r.method, r.path, r.tool)
 		}
 	}
-	s.hub = newHub(&s.opts.Env, opts.Log)
+	s.fanout = newFanout(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
 	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
@@ -233,7 +233,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// returns, or it could recreate a store its caller is removing.
 	var background sync.WaitGroup
 	background.Add(1)
-	go func() { defer background.Done(); s.hub.run(baseCtx) }()
+	go func() { defer background.Done(); s.fanout.run(baseCtx) }()
 	defer func() { cancelAll(); background.Wait(); s.calls.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/generate"
@@ -19,6 +18,7 @@ import (
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/tasks"
 	"lmtool.dev/lm/pkg/verify"
 )
@@ -55,7 +55,7 @@ var Commands = []string{"version"}
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
-	agent.Lookup, agent.Configured = configuredServer, configuredNames
+	client.Lookup, client.Configured = configuredServer, configuredNames
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -68,7 +68,7 @@ func All() []op.Operation {
 		verify.Ops(),
 		generate.Ops(),
 		servers.Ops(),
-		agent.Ops(),
+		client.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
@@ -113,14 +113,14 @@ func known(group string) bool {
 	return false
 }
 
-// configuredServer lets the MCP client (pkg/agent) reach a server configured
+// configuredServer lets the MCP client (pkg/servers/client) reach a server configured
 // for the hub (pkg/servers) by its name: the two domains meet only here.
-func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Target, error) {
+func configuredServer(ctx context.Context, env *op.Env, name string) (client.Target, error) {
 	s, err := servers.Find(ctx, env, name)
 	if err != nil {
-		return agent.Target{}, err
+		return client.Target{}, err
 	}
-	t := agent.Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
+	t := client.Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
 	if s.URL == "" {
 		t.Command = append([]string{s.Command}, s.Args...)
 		for k, v := range s.Env {

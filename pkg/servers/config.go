@@ -105,7 +105,7 @@ type Settings struct {
 
 // FailureThreshold is cb_failure_threshold with its default.
 func (s Settings) FailureThreshold() int {
-	return cmp(s.CBFailureThreshold, DefaultFailureThreshold)
+	return positiveOr(s.CBFailureThreshold, DefaultFailureThreshold)
 }
 
 // RecoveryTimeout is cb_recovery_timeout with its default.
@@ -114,12 +114,13 @@ func (s Settings) RecoveryTimeout() time.Duration {
 }
 
 // CacheSize is cache_max_size with its default.
-func (s Settings) CacheSize() int { return cmp(s.CacheMaxSize, DefaultCacheMaxSize) }
+func (s Settings) CacheSize() int { return positiveOr(s.CacheMaxSize, DefaultCacheMaxSize) }
 
 // TTL is cache_ttl with its default.
 func (s Settings) TTL() time.Duration { return seconds(s.CacheTTL, DefaultCacheTTL) }
 
-func cmp(v, def int) int {
+// positiveOr is v when it is set (positive), else the default.
+func positiveOr(v, def int) int {
 	if v > 0 {
 		return v
 	}

@@ -18,8 +18,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lmtool.dev/lm/pkg/confine"
-	"lmtool.dev/lm/pkg/envelope"
 	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/helpercall"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -31,7 +31,7 @@ type Input struct {
 	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
 	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
 	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty" jsonschema:"check files outside root too"`
-	envelope.Request
+	helpercall.Request
 }
 
 // Check is one requirement.
@@ -187,7 +187,7 @@ type Data struct {
 }
 
 // Output is local_verify's result.
-type Output = envelope.Result[Data]
+type Output = helpercall.Result[Data]
 
 // Verify runs the checklist. The CLI exits 8 when any check did not pass.
 func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -238,7 +238,7 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	out := envelope.OK(d, files.read)
+	out := helpercall.OK(d, files.read)
 	if semantic != nil {
 		out.Confidence, out.TokensUsed = semantic.confidence, semantic.tokens
 	}

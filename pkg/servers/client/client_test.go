@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"bytes"
@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/store"
 )
 
@@ -107,7 +107,7 @@ func freePort(t *testing.T) int {
 // call runs an operation by tool name with a JSON input.
 func call(t *testing.T, env *op.Env, tool, input string) (any, error) {
 	t.Helper()
-	for _, o := range agent.Ops() {
+	for _, o := range client.Ops() {
 		if o.Info().Name == tool {
 			return o.Call(context.Background(), env, json.RawMessage(input))
 		}
@@ -149,12 +149,12 @@ func TestOverStdioAndHTTP(t *testing.T) {
 			}
 			if name == "http" {
 				out, _ := call(t, env, "servers_info", `{`+target+`}`)
-				if tr := out.(agent.InfoOutput).Transport; tr != "streamable-http" {
+				if tr := out.(client.InfoOutput).Transport; tr != "streamable-http" {
 					t.Errorf("transport %q", tr)
 				}
 			}
 			hist, err := call(t, env, "servers_history", `{}`)
-			if err != nil || len(hist.(agent.HistoryOutput).Items) != 3 || hist.(agent.HistoryOutput).Items[0].Approval != agent.Approved {
+			if err != nil || len(hist.(client.HistoryOutput).Items) != 3 || hist.(client.HistoryOutput).Items[0].Approval != client.Approved {
 				t.Errorf("history after three calls: %v %s", err, jsonOf(hist))
 			}
 		})
@@ -190,7 +190,7 @@ func TestCallErrors(t *testing.T) {
 	}
 	// only the tool error ran, so only it is in the history
 	hist, _ := call(t, env, "servers_history", `{}`)
-	if items := hist.(agent.HistoryOutput).Items; len(items) != 1 || items[0].Outcome != agent.OutcomeToolError {
+	if items := hist.(client.HistoryOutput).Items; len(items) != 1 || items[0].Outcome != client.OutcomeToolError {
 		t.Errorf("history: %s", jsonOf(hist))
 	}
 	// over MCP or HTTP a stdio command is refused before anything starts
@@ -204,8 +204,8 @@ func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 	port := freePort(t)
 	stop := httpServer(t, bin, port)
 	status := &syncBuffer{}
-	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
-	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status, Routine: true})
+	target := client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	s, err := client.Connect(context.Background(), target, client.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,17 +232,17 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	port := freePort(t)
 	stop := httpServer(t, bin, port)
 	status := &syncBuffer{}
-	target := agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	target := client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
 	// The default schedule is 1, 2, 4, 8 and 16 s; the test keeps its
 	// shape at a hundredth of the scale.
-	if o := agent.OptionsFromEnv(&op.Env{}); o.Backoff != time.Second || o.Attempts != 5 {
+	if o := client.OptionsFromEnv(&op.Env{}); o.Backoff != time.Second || o.Attempts != 5 {
 		t.Fatalf("default reconnect schedule: first delay %s, %d attempts", o.Backoff, o.Attempts)
 	}
 	// The caller's environment overrides it, not the process's.
-	if o := agent.OptionsFromEnv(&op.Env{Environ: []string{"LM_RECONNECT_BACKOFF=3s"}}); o.Backoff != 3*time.Second {
+	if o := client.OptionsFromEnv(&op.Env{Environ: []string{"LM_RECONNECT_BACKOFF=3s"}}); o.Backoff != 3*time.Second {
 		t.Fatalf("LM_RECONNECT_BACKOFF=3s in the caller's environment: first delay %s", o.Backoff)
 	}
-	s, err := agent.Connect(context.Background(), target, agent.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status, Routine: true})
+	s, err := client.Connect(context.Background(), target, client.Options{Backoff: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +279,8 @@ func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
 	status := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := agent.Connect(ctx, agent.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port)},
-		agent.Options{Backoff: 10 * time.Millisecond, Attempts: 1, Status: status, Routine: true})
+	s, err := client.Connect(ctx, client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port)},
+		client.Options{Backoff: 10 * time.Millisecond, Attempts: 1, Status: status, Routine: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
 	var once sync.Once
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s.CallTool(ctx, tool, map[string]any{"duration": 50, "steps": 50}, func(agent.Progress) { once.Do(func() { close(running) }) })
+		_, err := s.CallTool(ctx, tool, map[string]any{"duration": 50, "steps": 50}, func(client.Progress) { once.Do(func() { close(running) }) })
 		errc <- err
 	}()
 	select {
@@ -331,7 +331,7 @@ func TestFavouritesAndRerun(t *testing.T) {
 	if err != nil || !strings.Contains(jsonOf(out), "Echo: fav") {
 		t.Fatalf("fav run: %v %s", err, jsonOf(out))
 	}
-	id := out.(agent.CallOutput).HistoryID
+	id := out.(client.CallOutput).HistoryID
 	if out, err := call(t, env, "servers_history_rerun", `{"id":"`+id+`"}`); err != nil || !strings.Contains(jsonOf(out), "Echo: fav") {
 		t.Errorf("rerun: %v %s", err, jsonOf(out))
 	}
@@ -367,7 +367,7 @@ func TestSequenceStopsAtTheFailingStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := out.(agent.SequenceOutput)
+	seq := out.(client.SequenceOutput)
 	if seq.OK || seq.FailedStep != 3 || len(seq.Steps) != 3 || seq.ExitCode() != 2 {
 		t.Fatalf("sequence: %s", jsonOf(seq))
 	}
@@ -385,7 +385,7 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 	httpServer(t, bin, port)
 	env := newEnv(t, false)
 	var callOp op.Operation
-	for _, o := range agent.Ops() {
+	for _, o := range client.Ops() {
 		if o.Info().Name == "servers_call" {
 			callOp = o
 		}
@@ -395,7 +395,7 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 	// (the gateway's person token, not lm's terminal).
 	agentEnv := *env
 	agentEnv.Caller = op.Caller{Role: op.RoleAgent}
-	grant, err := op.ParseGrant([]string{"servers_call.url"}, agent.Ops())
+	grant, err := op.ParseGrant([]string{"servers_call.url"}, client.Ops())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,8 +408,8 @@ func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist, _ := call(t, env, "servers_history", `{}`)
-	items := hist.(agent.HistoryOutput).Items
-	if len(items) != 2 || items[0].Approval != agent.Auto || items[1].Approval != agent.Approved {
+	items := hist.(client.HistoryOutput).Items
+	if len(items) != 2 || items[0].Approval != client.Auto || items[1].Approval != client.Approved {
 		t.Errorf("an agent's call, then one a person approved on the page: %s", jsonOf(items))
 	}
 }

@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers/client"
 )
 
 var sumTool = mcp.NewToolWithRawSchema("sum", "adds", json.RawMessage(`{
@@ -40,7 +40,7 @@ func TestValidate(t *testing.T) {
 		{map[string]any{"a": 1, "mode": "medium"}, `invalid arguments`},
 		{map[string]any{"a": 1, "tags": []any{1}}, `invalid arguments`},
 	} {
-		err := agent.Validate(sumTool, tc.args)
+		err := client.Validate(sumTool, tc.args)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.args, err)
@@ -75,7 +75,7 @@ func TestParseArg(t *testing.T) {
 		"=x":             `error: --arg "=x" is not NAME=VALUE`,
 		"flag=sometimes": `error: --arg flag: "sometimes" is not true or false`,
 	} {
-		k, v, err := agent.ParseArg(s, kv)
+		k, v, err := client.ParseArg(s, kv)
 		got := ""
 		if err != nil {
 			got = "error: " + err.Error()
@@ -99,7 +99,7 @@ func TestParseHeader(t *testing.T) {
 		"Bad Name: x":               "error",
 		"X: a\r\nY: b":              "error",
 	} {
-		k, v, err := agent.ParseHeader(in)
+		k, v, err := client.ParseHeader(in)
 		got := k + "=" + v
 		if err != nil {
 			got = "error"
@@ -120,7 +120,7 @@ func TestParseSequence(t *testing.T) {
 		`{"steps":[{"tool":"a","extra":1}]}`:                          "not valid",
 		`[]`:                                                          "not valid",
 	} {
-		_, err := agent.ParseSequence([]byte(in))
+		_, err := client.ParseSequence([]byte(in))
 		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
 			t.Errorf("%s: got %v, want %q", in, err, want)
 		}
@@ -131,7 +131,7 @@ func FuzzParseSequence(f *testing.F) {
 	f.Add([]byte(`{"steps":[{"name":"a","tool":"t","arguments":{"x":1},"jq":{"y":".a[0].text"}}]}`))
 	f.Add([]byte(`{"steps":[{"tool":"t","jq":{"y":"def f: f; f"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		seq, err := agent.ParseSequence(data)
+		seq, err := client.ParseSequence(data)
 		if err == nil && len(seq.Steps) == 0 {
 			t.Fatal("a sequence without steps was accepted")
 		}
@@ -147,7 +147,7 @@ func FuzzParseArg(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, kv string) {
-		k, v, err := agent.ParseArg(s, kv)
+		k, v, err := client.ParseArg(s, kv)
 		if err != nil {
 			return
 		}
@@ -165,7 +165,7 @@ func FuzzParseHeader(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		k, v, err := agent.ParseHeader(in)
+		k, v, err := client.ParseHeader(in)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"bufio"

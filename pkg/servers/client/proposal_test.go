@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"lmtool.dev/lm/pkg/agent"
+	"lmtool.dev/lm/pkg/servers/client"
 )
 
 func TestExtractProposalReadsTheShapesModelsWrite(t *testing.T) {
@@ -26,7 +26,7 @@ func TestExtractProposalReadsTheShapesModelsWrite(t *testing.T) {
 		{`{"action":"call","tool":"echo","arguments":{"big":12345678901234567890}}`,
 			`{"action":"call","tool":"echo","arguments":{"big":12345678901234567890}}`},
 	} {
-		p, err := agent.ExtractProposal(tc.text)
+		p, err := client.ExtractProposal(tc.text)
 		if err != nil || jsonOf(p) != tc.want {
 			t.Errorf("%q:\n got %s %v\nwant %s", tc.text, jsonOf(p), err, tc.want)
 		}
@@ -35,11 +35,11 @@ func TestExtractProposalReadsTheShapesModelsWrite(t *testing.T) {
 		"", "I cannot do that.", `{"action":"call"}`, `{"action":"delete","tool":"x"}`, `{"message":"hi"}`,
 		`{"name":"echo","arguments":"not json"}`, `{"name":"echo","arguments":[1]}`, `{"action":"call","tool":"echo"`,
 	} {
-		if p, err := agent.ExtractProposal(text); err == nil {
+		if p, err := client.ExtractProposal(text); err == nil {
 			t.Errorf("%q read as %s", text, jsonOf(p))
 		}
 	}
-	if _, err := agent.ExtractProposal(strings.Repeat(`{"a":`, 20000)); err == nil {
+	if _, err := client.ExtractProposal(strings.Repeat(`{"a":`, 20000)); err == nil {
 		t.Error("a runaway reply read as a call")
 	}
 }
@@ -57,21 +57,21 @@ func FuzzExtractProposal(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		p, err := agent.ExtractProposal(text)
+		p, err := client.ExtractProposal(text)
 		if err != nil {
 			return
 		}
-		if p.Action != agent.ActionCall && p.Action != agent.ActionDone {
+		if p.Action != client.ActionCall && p.Action != client.ActionDone {
 			t.Fatalf("action %q from %q", p.Action, text)
 		}
-		if p.Action == agent.ActionCall && (p.Tool == "" || p.Arguments == nil) {
+		if p.Action == client.ActionCall && (p.Tool == "" || p.Arguments == nil) {
 			t.Fatalf("a call without a tool or arguments from %q: %+v", text, p)
 		}
 		data, err := json.Marshal(p)
 		if err != nil {
 			t.Fatalf("the proposal from %q does not encode: %v", text, err)
 		}
-		again, err := agent.ExtractProposal(string(data))
+		again, err := client.ExtractProposal(string(data))
 		if err != nil || !reflect.DeepEqual(again, p) {
 			t.Fatalf("%s reads back as %+v (%v)", data, again, err)
 		}

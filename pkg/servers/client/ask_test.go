@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers/client"
 )
 
 // fakeModel is a model server on loopback speaking Ollama's /api/chat: it
@@ -104,11 +104,11 @@ func TestAskRetriesBadProposalsAndFollowsUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := out.(agent.AskOutput)
-	if ask.Stopped != agent.StoppedDone || ask.Answer != "40 and 2 make 42." || len(ask.Steps) != 2 || ask.TokensUsed != 75 {
+	ask := out.(client.AskOutput)
+	if ask.Stopped != client.StoppedDone || ask.Answer != "40 and 2 make 42." || len(ask.Steps) != 2 || ask.TokensUsed != 75 {
 		t.Fatalf("ask: %s", jsonOf(ask))
 	}
-	if s := ask.Steps[0]; s.Proposal.Tool != "get-sum" || s.Approval != agent.VerdictAuto || !strings.Contains(jsonOf(s.Result), "The sum of 40 and 2 is 42.") {
+	if s := ask.Steps[0]; s.Proposal.Tool != "get-sum" || s.Approval != client.VerdictAuto || !strings.Contains(jsonOf(s.Result), "The sum of 40 and 2 is 42.") {
 		t.Errorf("step 1: %s", jsonOf(s))
 	}
 	if s := ask.Steps[1]; s.Proposal.Reason != "say the sum" || !strings.Contains(jsonOf(s.Result), "Echo: 42") || s.HistoryID == "" {
@@ -136,8 +136,8 @@ func TestAskRetriesBadProposalsAndFollowsUp(t *testing.T) {
 	}
 
 	hist, _ := call(t, env, "servers_history", `{}`)
-	items := hist.(agent.HistoryOutput).Items
-	if len(items) != 2 || items[0].Approval != agent.Auto || items[1].Tool != "echo" {
+	items := hist.(client.HistoryOutput).Items
+	if len(items) != 2 || items[0].Approval != client.Auto || items[1].Tool != "echo" {
 		t.Errorf("history: %s", jsonOf(items))
 	}
 }
@@ -156,8 +156,8 @@ func TestAskStopsAtMaxStepsWithASummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := out.(agent.AskOutput)
-	if ask.Stopped != agent.StoppedMaxSteps || ask.Answer != "echo works; gzip refused ftp." || len(ask.Steps) != 2 || ask.ExitCode() != 0 {
+	ask := out.(client.AskOutput)
+	if ask.Stopped != client.StoppedMaxSteps || ask.Answer != "echo works; gzip refused ftp." || len(ask.Steps) != 2 || ask.ExitCode() != 0 {
 		t.Fatalf("ask: %s", jsonOf(ask))
 	}
 	if s := ask.Steps[1]; !strings.Contains(s.Error, "Unsupported URL protocol") || s.HistoryID == "" {
@@ -185,8 +185,8 @@ func TestAskAtMaxStepsWithoutASummaryEndsWithTheLastResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := out.(agent.AskOutput)
-	if ask.Stopped != agent.StoppedMaxSteps || ask.ExitCode() != 0 || ask.Error != "" || len(ask.Steps) != 1 ||
+	ask := out.(client.AskOutput)
+	if ask.Stopped != client.StoppedMaxSteps || ask.ExitCode() != 0 || ask.Error != "" || len(ask.Steps) != 1 ||
 		!strings.Contains(ask.Answer, "Echo: again") {
 		t.Fatalf("ask: %s", jsonOf(ask))
 	}
@@ -208,12 +208,12 @@ func TestAskDryRunProposesOnly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ask := out.(agent.AskOutput)
-		if ask.Stopped != agent.StoppedDryRun || len(ask.Steps) != 1 || ask.Steps[0].Approval != agent.VerdictProposed ||
+		ask := out.(client.AskOutput)
+		if ask.Stopped != client.StoppedDryRun || len(ask.Steps) != 1 || ask.Steps[0].Approval != client.VerdictProposed ||
 			ask.Steps[0].Result != nil || jsonOf(ask.Steps[0].Proposal.Arguments) != `{"message":"hi"}` {
 			t.Errorf("command line %v: %s", commandLine, jsonOf(ask))
 		}
-		if hist, _ := call(t, env, "servers_history", `{}`); len(hist.(agent.HistoryOutput).Items) != 0 {
+		if hist, _ := call(t, env, "servers_history", `{}`); len(hist.(client.HistoryOutput).Items) != 0 {
 			t.Errorf("a dry run ran a call: %s", jsonOf(hist))
 		}
 	}
@@ -269,7 +269,7 @@ func TestAskFollowsUpOnPreviousTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ask := out.(agent.AskOutput); ask.Stopped != agent.StoppedDryRun || ask.Steps[0].Proposal.Reason != "say the sum" {
+	if ask := out.(client.AskOutput); ask.Stopped != client.StoppedDryRun || ask.Steps[0].Proposal.Reason != "say the sum" {
 		t.Fatalf("ask: %s", jsonOf(ask))
 	}
 	var got []string

@@ -1,12 +1,13 @@
-// Package envelope is the result shape spec 001 gives every helper tool
+// Package helpercall is the call contract spec 001 gives every helper tool
 // (local_extract, local_verify, local_generate, local_git, local_analyze):
-// {success, data, error, error_category, recoverable, suggestion, confidence,
-// tokens_used}, plus what lm measures to check the spec's savings claim.
+// the common Request fields in, and {success, data, error, error_category,
+// recoverable, suggestion, confidence, tokens_used} out, plus what lm
+// measures to check the spec's savings claim.
 //
 // Failures of the whole call are op errors (their envelope comes from
 // op.EnvelopeOf with the exit code); a Result is a call that ran, possibly
 // with failures inside its data (a failed check, an unsupported file).
-package envelope
+package helpercall
 
 import (
 	"slices"

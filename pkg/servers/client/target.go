@@ -1,8 +1,8 @@
-// Package agent is lm's MCP client: it reaches any MCP server (a configured
+// Package client is lm's MCP client: it reaches any MCP server (a configured
 // name, a URL speaking streamable HTTP or SSE, or a command speaking stdio),
 // keeps the connection alive, validates and runs tool calls, and records
 // them in a history, favourites and sequences.
-package agent
+package client
 
 import (
 	"context"

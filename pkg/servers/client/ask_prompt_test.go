@@ -1,4 +1,4 @@
-package agent_test
+package client_test
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"lmtool.dev/lm/pkg/agent"
+	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/store"
 )
 
@@ -92,7 +92,7 @@ func (term *terminal) consume() {
 }
 
 // wait ends the session and decodes lm's output.
-func (term *terminal) wait() agent.AskOutput {
+func (term *terminal) wait() client.AskOutput {
 	term.t.Helper()
 	for s := range term.out {
 		term.seen.WriteString(s)
@@ -101,7 +101,7 @@ func (term *terminal) wait() agent.AskOutput {
 	if err := term.cmd.Wait(); err != nil {
 		term.t.Fatalf("lm exited with %v:\n%s", err, term.seen.String())
 	}
-	var out agent.AskOutput
+	var out client.AskOutput
 	if err := json.Unmarshal(term.stdout.Bytes(), &out); err != nil {
 		term.t.Fatalf("output %q: %v", term.stdout.String(), err)
 	}
@@ -118,7 +118,7 @@ func askOnTerminal(t *testing.T, m *fakeModel, env []string, request string) (*t
 	return startTerminal(t, append(env, "LM_HOME="+home), "servers", "ask", request, "--", bin), home
 }
 
-func historyIn(t *testing.T, home string) []agent.Record {
+func historyIn(t *testing.T, home string) []client.Record {
 	t.Helper()
 	env := newEnv(t, true)
 	env.Store = storeAt(filepath.Join(home, "lm.db"))
@@ -126,7 +126,7 @@ func historyIn(t *testing.T, home string) []agent.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out.(agent.HistoryOutput).Items
+	return out.(client.HistoryOutput).Items
 }
 
 // TestAskApprovesAndRejectsOnATerminal: the call is shown in full with
@@ -151,11 +151,11 @@ func TestAskApprovesAndRejectsOnATerminal(t *testing.T) {
 	if transcript := term.all.String(); strings.Contains(transcript, "\x1b") || strings.Contains(transcript, "\u202e") || strings.Contains(transcript, "\u009b") {
 		t.Errorf("a control character reached the terminal:\n%q", transcript)
 	}
-	if out.Stopped != agent.StoppedRejected || len(out.Steps) != 2 || out.Steps[0].Approval != agent.VerdictApproved ||
-		out.Steps[1].Approval != agent.VerdictRejected || out.Steps[1].Result != nil {
+	if out.Stopped != client.StoppedRejected || len(out.Steps) != 2 || out.Steps[0].Approval != client.VerdictApproved ||
+		out.Steps[1].Approval != client.VerdictRejected || out.Steps[1].Result != nil {
 		t.Fatalf("output: %s", jsonOf(out))
 	}
-	if h := historyIn(t, home); len(h) != 1 || h[0].Approval != agent.Approved {
+	if h := historyIn(t, home); len(h) != 1 || h[0].Approval != client.Approved {
 		t.Errorf("history: %s", jsonOf(h))
 	}
 }
@@ -183,11 +183,11 @@ if [ -e "$SEEN.twice" ]; then printf '{"message": "edited"}' > "$1"; else : > "$
 	term.answer("e")
 	term.waitFor(`lm: running echo with the edited arguments:`)
 	out := term.wait()
-	if out.Stopped != agent.StoppedDone || out.Answer != "It said edited." || len(out.Steps) != 1 {
+	if out.Stopped != client.StoppedDone || out.Answer != "It said edited." || len(out.Steps) != 1 {
 		t.Fatalf("output: %s", jsonOf(out))
 	}
 	s := out.Steps[0]
-	if s.Approval != agent.VerdictEdited || jsonOf(s.Arguments) != `{"message":"edited"}` || jsonOf(s.Proposal.Arguments) != `{"message":"hi"}` ||
+	if s.Approval != client.VerdictEdited || jsonOf(s.Arguments) != `{"message":"edited"}` || jsonOf(s.Proposal.Arguments) != `{"message":"hi"}` ||
 		!strings.Contains(jsonOf(s.Result), "Echo: edited") {
 		t.Errorf("step: %s", jsonOf(s))
 	}
@@ -198,7 +198,7 @@ if [ -e "$SEEN.twice" ]; then printf '{"message": "edited"}' > "$1"; else : > "$
 		!strings.Contains(m.request(t, 1).last(), "Echo: edited") {
 		t.Errorf("the model was not shown the edited call's result: %q", m.request(t, 1).last())
 	}
-	if h := historyIn(t, home); len(h) != 1 || h[0].Approval != agent.Approved || jsonOf(h[0].Arguments) != `{"message":"edited"}` {
+	if h := historyIn(t, home); len(h) != 1 || h[0].Approval != client.Approved || jsonOf(h[0].Arguments) != `{"message":"edited"}` {
 		t.Errorf("history: %s", jsonOf(h))
 	}
 }
@@ -217,7 +217,7 @@ func TestAskApprovesTheRestOfTheRequest(t *testing.T) {
 	if n := strings.Count(term.all.String(), "[n]o: "); n != 1 {
 		t.Errorf("asked %d times, not once, before approving the rest:\n%s", n, term.all.String())
 	}
-	if len(out.Steps) != 2 || out.Steps[0].Approval != agent.VerdictApprovedRest || out.Steps[1].Approval != agent.VerdictApprovedRest ||
+	if len(out.Steps) != 2 || out.Steps[0].Approval != client.VerdictApprovedRest || out.Steps[1].Approval != client.VerdictApprovedRest ||
 		!strings.Contains(jsonOf(out.Steps[1].Result), "Echo: two") || out.Answer != "Both said." {
 		t.Fatalf("output: %s", jsonOf(out))
 	}

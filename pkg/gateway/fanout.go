@@ -13,12 +13,12 @@ import (
 	"lmtool.dev/lm/pkg/queue"
 )
 
-// The hub reads the store's event log once per change, whichever process
+// The fanout reads the store's event log once per change, whichever process
 // made it, and fans the events out to every open event stream, so a
 // hundred open pages cost one store read per change, not a hundred. It
 // also notices agents going idle, which no process records: idleness is
 // the passing of time.
-type hub struct {
+type fanout struct {
 	env *op.Env
 	log *slog.Logger
 
@@ -32,14 +32,14 @@ type hub struct {
 	subscribers int             // open event streams
 	agentsKnown bool            // connected is current
 	cursor      uint64          // newest store event read
-	seq         uint64          // newest item's hub sequence
+	seq         uint64          // newest item's fanout sequence
 	buf         []item          // recent items, oldest first
 	wake        chan struct{}   // closed and replaced when items arrive
 	staleAfter  time.Duration   // the agent_stale_after_seconds setting
 	connected   map[string]bool // agents connected at the last look
 }
 
-// item is one event as the hub delivers it. Stored events carry the
+// item is one event as the fanout delivers it. Stored events carry the
 // store's sequence id; derived ones (an agent gone idle) have none.
 type item struct {
 	seq    uint64
@@ -47,22 +47,22 @@ type item struct {
 	stored bool
 }
 
-// hubBuffer is how many recent items a stream can lag behind before it
+// fanoutBuffer is how many recent items a stream can lag behind before it
 // catches up from the store instead.
-const hubBuffer = 4096
+const fanoutBuffer = 4096
 
 // idleSlack is added to the moment an agent turns idle before looking, so
 // the look falls after the moment rather than on it.
 const idleSlack = 50 * time.Millisecond
 
-func newHub(env *op.Env, log *slog.Logger) *hub {
-	return &hub{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
+func newFanout(env *op.Env, log *slog.Logger) *fanout {
+	return &fanout{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
 }
 
 // join counts an event stream in until leave is called. While no stream is
-// open the hub only reads and logs new events: deriving agents' state and
+// open the fanout only reads and logs new events: deriving agents' state and
 // timing their turning idle is work for subscribers.
-func (h *hub) join() (leave func()) {
+func (h *fanout) join() (leave func()) {
 	h.mu.Lock()
 	h.subscribers++
 	first := h.subscribers == 1
@@ -84,7 +84,7 @@ func (h *hub) join() (leave func()) {
 }
 
 // run follows the store until ctx ends.
-func (h *hub) run(ctx context.Context) {
+func (h *fanout) run(ctx context.Context) {
 	changes, unsubscribe, err := h.env.Store.Watch()
 	if err != nil {
 		h.log.Error("cannot watch the store; event streams will not update", "err", err)
@@ -128,7 +128,7 @@ func (h *hub) run(ctx context.Context) {
 
 // poll reads new events and re-derives agent connectivity. It returns when
 // the next agent will turn idle (zero: none will).
-func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
+func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
 	if first {
 		st, err := queue.Status(ctx, h.env, queue.Empty{})
 		if err != nil {
@@ -206,15 +206,15 @@ func (h *hub) poll(ctx context.Context, first bool) (time.Time, error) {
 	return next, nil
 }
 
-func (h *hub) appendLocked(e queue.Event, stored bool) {
+func (h *fanout) appendLocked(e queue.Event, stored bool) {
 	h.seq++
 	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
-	if len(h.buf) > hubBuffer {
-		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-hubBuffer:]...)
+	if len(h.buf) > fanoutBuffer {
+		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-fanoutBuffer:]...)
 	}
 }
 
-func (h *hub) broadcastLocked() {
+func (h *fanout) broadcastLocked() {
 	if len(h.buf) > 0 && h.buf[len(h.buf)-1].seq == h.seq {
 		close(h.wake)
 		h.wake = make(chan struct{})
@@ -223,13 +223,13 @@ func (h *hub) broadcastLocked() {
 
 // derive fills in an agent event's waiting and connected flags, which the
 // store leaves for readers to compute from the time.
-func (h *hub) derive(e queue.Event) queue.Event {
+func (h *fanout) derive(e queue.Event) queue.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.deriveLocked(e)
 }
 
-func (h *hub) deriveLocked(e queue.Event) queue.Event {
+func (h *fanout) deriveLocked(e queue.Event) queue.Event {
 	if e.Type != queue.EventStatusChanged {
 		return e
 	}
@@ -248,7 +248,7 @@ func (h *hub) deriveLocked(e queue.Event) queue.Event {
 
 // position is where a new stream joins: the newest item and the newest
 // store event already read.
-func (h *hub) position() (seq, cursor uint64) {
+func (h *fanout) position() (seq, cursor uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.seq, h.cursor
@@ -257,7 +257,7 @@ func (h *hub) position() (seq, cursor uint64) {
 // after returns the items after seq and a channel closed when more arrive;
 // ok is false when seq has left the buffer and the stream must catch up
 // from the store.
-func (h *hub) after(seq uint64) (items []item, wake <-chan struct{}, ok bool) {
+func (h *fanout) after(seq uint64) (items []item, wake <-chan struct{}, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if seq == h.seq {
@@ -273,7 +273,7 @@ func (h *hub) after(seq uint64) (items []item, wake <-chan struct{}, ok bool) {
 // logEvent writes a change to the gateway's log, whichever process made
 // it, so the log tells each instruction's life (created, edited, deleted,
 // consumed by whom) and each agent's calls beside the gateway's requests.
-func (h *hub) logEvent(e queue.Event) {
+func (h *fanout) logEvent(e queue.Event) {
 	var d struct {
 		ID             string     `json:"id"`
 		ConsumedBy     string     `json:"consumed_by_agent_id"`

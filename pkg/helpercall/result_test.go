@@ -1,4 +1,4 @@
-package envelope
+package helpercall
 
 import (
 	"encoding/json"
