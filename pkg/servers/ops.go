@@ -13,7 +13,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/cappedlog"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -475,7 +476,7 @@ func Export(_ context.Context, env *op.Env, in ExportInput) (ExportOutput, error
 	u := in.URL
 	if u == "" {
 		u = "http://127.0.0.1:7437/mcp"
-		if st, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok {
+		if st, ok, _ := (gatewayd.Files{Dir: env.Home}).Running(); ok {
 			u = "http://" + st.Addr + "/mcp"
 		}
 	} else if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
@@ -625,7 +626,7 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 		n = 40
 	}
 	path := LogPath(env.Home, in.Name)
-	lines, end, err := daemon.Tail(path, n)
+	lines, end, err := cappedlog.Tail(path, n)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return LogsOutput{}, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -649,7 +650,7 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 	}
 	w := &lineEmitter{emit: func(l string) error { return env.Emit(LogLine{Name: in.Name, Line: l}) }}
 	// Follow from where the tail ended, so no line is lost or repeated.
-	if err := daemon.Follow(ctx, path, end, w); err != nil && ctx.Err() == nil {
+	if err := cappedlog.Follow(ctx, path, end, w); err != nil && ctx.Err() == nil {
 		return out, err
 	}
 	return out, ctx.Err()

@@ -1,4 +1,4 @@
-package daemon
+package gatewayd
 
 import (
 	"fmt"
