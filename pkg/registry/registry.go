@@ -3,7 +3,6 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -55,7 +54,6 @@ var Commands = []string{"version"}
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
-	client.Lookup, client.Configured = configuredServer, configuredNames
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -111,28 +109,4 @@ func known(group string) bool {
 		}
 	}
 	return false
-}
-
-// configuredServer lets the MCP client (pkg/servers/client) reach a server configured
-// for the hub (pkg/servers) by its name: the two domains meet only here.
-func configuredServer(ctx context.Context, env *op.Env, name string) (client.Target, error) {
-	s, err := servers.Find(ctx, env, name)
-	if err != nil {
-		return client.Target{}, err
-	}
-	t := client.Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
-	if s.URL == "" {
-		t.Command = append([]string{s.Command}, s.Args...)
-		for k, v := range s.Env {
-			t.Env = append(t.Env, k+"="+v)
-		}
-		sort.Strings(t.Env)
-	}
-	return t, nil
-}
-
-// configuredNames lists the servers configured for the hub, for the MCP
-// client's default server and its "no server given" hint.
-func configuredNames(_ context.Context, env *op.Env) ([]string, error) {
-	return servers.Names(env.Home)
 }

@@ -14,6 +14,7 @@ import (
 
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
 )
 
 // DefaultMaxSteps bounds the calls one request may run.
@@ -86,7 +87,7 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 	if err := shift(env, &in.TargetInput, &in.Request); err != nil {
 		return AskOutput{}, err
 	}
-	if err := loneRequest(ctx, env, &in); err != nil {
+	if err := loneRequest(env, &in); err != nil {
 		return AskOutput{}, err
 	}
 	if strings.TrimSpace(in.Request) == "" {
@@ -143,11 +144,11 @@ func Ask(ctx context.Context, env *op.Env, in AskInput) (AskOutput, error) {
 // loneRequest reads `lm servers ask WORDS` with one argument: a configured
 // server's name stays the server (and the request is missing); anything
 // else is the request, to the one configured server if there is only one.
-func loneRequest(ctx context.Context, env *op.Env, in *AskInput) error {
+func loneRequest(env *op.Env, in *AskInput) error {
 	if !env.Caller.Terminal || in.Request != "" || in.URL != "" || len(in.Command) > 0 {
 		return nil
 	}
-	names, err := Configured(ctx, env)
+	names, err := servers.Names(env.Home)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func loneRequest(ctx context.Context, env *op.Env, in *AskInput) error {
 		in.Server = names[0]
 	}
 	if in.Request != "" && !in.given() {
-		return noServerGiven(ctx, env)
+		return noServerGiven(env)
 	}
 	return nil
 }

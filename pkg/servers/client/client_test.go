@@ -178,7 +178,7 @@ func TestCallErrors(t *testing.T) {
 		{`{` + target + `,"tool":"nope"}`, op.KindNotFound, `has no tool "nope"`},
 		{`{` + target + `,"tool":"gzip-file-as-resource","arguments":{"name":"x","data":"ftp://x"}}`, op.KindInternal, `Unsupported URL protocol`},
 		{`{"tool":"echo"}`, op.KindInvalid, `no server given`},
-		{`{"server":"mine","tool":"echo"}`, op.KindNotFound, `no configured server named "mine"; use --url or -- CMD`},
+		{`{"server":"mine","tool":"echo"}`, op.KindNotFound, `no server named "mine" in `},
 		{`{"url":"ftp://x","tool":"echo"}`, op.KindInvalid, `not an http or https URL`},
 		{`{"url":"http://127.0.0.1:1/mcp","header":["Bad Name: x"],"tool":"echo"}`, op.KindInvalid, `header name`},
 		{`{"url":"http://127.0.0.1:1/mcp","tool":"echo"}`, op.KindUnavailable, `cannot connect`},

@@ -28,7 +28,7 @@ func open(ctx context.Context, env *op.Env, in TargetInput) (*Session, error) {
 func openTarget(ctx context.Context, env *op.Env, t Target) (*Session, error) {
 	if t.Name != "" && t.URL == "" && len(t.Command) == 0 {
 		// A saved call names a configured server: resolve it afresh.
-		resolved, err := Lookup(ctx, env, t.Name)
+		resolved, err := lookup(ctx, env, t.Name)
 		if err != nil {
 			return nil, err
 		}

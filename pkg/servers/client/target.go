@@ -7,11 +7,13 @@ package client
 import (
 	"context"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
 	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
 )
 
 // TokenEnv names the environment variable that holds a bearer token for
@@ -70,23 +72,29 @@ func (t Target) withoutSecrets() Target {
 	return t
 }
 
-// Lookup resolves a configured server's name to a target. The servers'
-// configuration belongs to pkg/servers; the registry wires it in (see
-// registry.All), so this default answers only where nothing is configured.
-var Lookup = func(ctx context.Context, env *op.Env, name string) (Target, error) {
-	return Target{}, op.Errorf(op.KindNotFound, "no configured server named %q; use --url or -- CMD", name).
-		WithHint("reach a server directly with --url URL or with -- CMD ARGS… at the end of the line")
+// lookup resolves a server configured for the hub (servers.json) to a
+// target this client reaches the same way the hub would.
+func lookup(ctx context.Context, env *op.Env, name string) (Target, error) {
+	s, err := servers.Find(ctx, env, name)
+	if err != nil {
+		return Target{}, err
+	}
+	t := Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
+	if s.URL == "" {
+		t.Command = append([]string{s.Command}, s.Args...)
+		for k, v := range s.Env {
+			t.Env = append(t.Env, k+"="+v)
+		}
+		sort.Strings(t.Env)
+	}
+	return t, nil
 }
-
-// Configured lists the configured servers' names, sorted. Like [Lookup],
-// the registry wires in pkg/servers' configuration; this default knows none.
-var Configured = func(ctx context.Context, env *op.Env) ([]string, error) { return nil, nil }
 
 // noServerGiven is the error for a command that names no server, listing
 // the configured ones a person could name.
-func noServerGiven(ctx context.Context, env *op.Env) error {
+func noServerGiven(env *op.Env) error {
 	hint := "name a configured server, or use --url URL or -- CMD ARGS… at the end of the line"
-	if names, err := Configured(ctx, env); err == nil && len(names) > 0 {
+	if names, err := servers.Names(env.Home); err == nil && len(names) > 0 {
 		hint = "name a configured server (" + strings.Join(names, ", ") + "), or use --url URL or -- CMD ARGS… at the end of the line"
 	}
 	return op.Errorf(op.KindInvalid, "no server given").WithHint("%s", hint)
@@ -131,7 +139,7 @@ func (in TargetInput) target(ctx context.Context, env *op.Env) (Target, error) {
 	}
 	switch {
 	case n == 0:
-		return Target{}, noServerGiven(ctx, env)
+		return Target{}, noServerGiven(env)
 	case n > 1:
 		return Target{}, op.Errorf(op.KindInvalid, "give one server: a name, --url or -- CMD, not several")
 	case len(in.Command) > 0:
@@ -143,7 +151,7 @@ func (in TargetInput) target(ctx context.Context, env *op.Env) (Target, error) {
 	case in.URL != "":
 		return httpTarget(in.URL, in.Header, in.Bearer, env.Getenv(TokenEnv))
 	}
-	return Lookup(ctx, env, in.Server)
+	return lookup(ctx, env, in.Server)
 }
 
 // httpTarget checks a URL and builds its headers; the bearer token falls
