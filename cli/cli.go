@@ -30,16 +30,16 @@ type Streams struct {
 
 // Main runs lm on the process's arguments and streams and returns the exit
 // status.
-func Main() int {
+func Main(catalog op.Catalog) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	return Run(ctx, catalog, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 
 // Run runs lm with args (args[0] is the program name) and returns the exit
 // status. Invoked as lm-GROUP (a link to lm), it runs `lm GROUP …`.
-func Run(ctx context.Context, args []string, s Streams) int {
-	a := &app{streams: s, started: time.Now()}
+func Run(ctx context.Context, catalog op.Catalog, args []string, s Streams) int {
+	a := &app{catalog: catalog, streams: s, started: time.Now()}
 	root := a.root()
 	args = rewriteArgs(root, multiCall(args, root))
 	a.args = args
@@ -63,6 +63,7 @@ func multiCall(args []string, root *ucli.Command) []string {
 
 // app is one run: its streams and the state its commands share.
 type app struct {
+	catalog op.Catalog
 	streams Streams
 	started time.Time
 	ops     []op.Operation

@@ -183,7 +183,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Resources: a.catalog.Resources, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)

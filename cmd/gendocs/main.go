@@ -47,7 +47,7 @@ func main() {
 // by their path in the repository.
 func render() (map[string][]byte, error) {
 	files := map[string][]byte{"docs/callers.md": registry.CallersDoc()}
-	tree := cli.DocsTree()
+	tree := cli.DocsTree(registry.Catalog())
 	pages := pageNames(tree)
 	root := *tree
 	root.Description = strings.TrimSpace(strings.TrimSuffix(root.Description, cli.ExitStatusText))
@@ -74,7 +74,7 @@ func render() (map[string][]byte, error) {
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		var out bytes.Buffer
 		streams := cli.Streams{In: strings.NewReader(""), Out: &out, Err: io.Discard}
-		if code := cli.Run(context.Background(), []string{"lm", "completion", shell}, streams); code != 0 {
+		if code := cli.Run(context.Background(), registry.Catalog(), []string{"lm", "completion", shell}, streams); code != 0 {
 			return nil, fmt.Errorf("completion %s: exit %d", shell, code)
 		}
 		files["completions/lm."+shell] = out.Bytes()

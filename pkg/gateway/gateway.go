@@ -58,6 +58,8 @@ type Options struct {
 	Env op.Env
 	// Ops are the operations served, normally registry.All().
 	Ops []op.Operation
+	// Resources are the MCP resources /mcp serves, normally registry.Resources().
+	Resources []op.Resource
 	// Version is reported to MCP clients and in the OpenAPI document.
 	Version string
 	// Token is the person's bearer token. When empty, it is the token in
@@ -129,7 +131,7 @@ func New(opts Options) (*Server, error) {
 	s.fanout = newFanout(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
-	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
+	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Resources, opts.Env, opts.Version, nil,
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
 		server.WithHooks(mcpx.CallLog(opts.Log)))
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 // can come from other processes exactly as from a shell or an agent.
 func TestMain(m *testing.M) {
 	if os.Getenv("LM_TEST_AS_LM") == "1" {
-		os.Exit(cli.Main())
+		os.Exit(cli.Main(registry.Catalog()))
 	}
 	os.Exit(m.Run())
 }

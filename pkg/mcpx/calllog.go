@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/queue"
 )
 
 // CallLog logs each tool call: its tool and whether it failed, and for
@@ -34,7 +33,7 @@ func CallLog(log *slog.Logger) *server.Hooks {
 			}
 			requested, _ := req.GetArguments()["agent_id"].(string)
 			caller, _ := op.CallerFrom(ctx)
-			attrs = append(attrs, "agent_id", queue.AgentID(requested, caller.Name, clientName(ctx, *req)),
+			attrs = append(attrs, "agent_id", op.AgentID(requested, caller.Name, clientName(ctx, *req)),
 				"result_type", out.ResultType, "waited_seconds", out.Waited)
 		}
 		log.Info("tool call", attrs...)

@@ -22,23 +22,17 @@ import (
 	"lmtool.dev/lm/pkg/verify"
 )
 
-// Group describes a top-level command group.
-type Group struct {
-	Name    string
-	Summary string
-}
-
 // Groups are the command groups in the order help shows them.
-var Groups = []Group{
-	{"queue", "The human→agent instruction queue (get_user_request)"},
-	{"store", "Inspect, check and back up the shared store"},
-	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
-	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
-	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
-	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
-	{"generate", "Fill templates with variables, strictly (local_generate)"},
-	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
-	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
+var Groups = []op.Group{
+	{Name: "queue", Summary: "The human→agent instruction queue (get_user_request)"},
+	{Name: "store", Summary: "Inspect, check and back up the shared store"},
+	{Name: "tasks", Summary: "Discover the project's tasks (make, npm, just, …) and run them"},
+	{Name: "jobs", Summary: "Run tasks and commands as supervised background jobs with cursor-based logs"},
+	{Name: "extract", Summary: "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
+	{Name: "verify", Summary: "Run a checklist against files, with line evidence (local_verify)"},
+	{Name: "generate", Summary: "Fill templates with variables, strictly (local_generate)"},
+	{Name: "git", Summary: "Git status, diff, log and changed files as JSON (local_git)"},
+	{Name: "servers", Summary: "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
 }
 
 // Subgroups describe the commands inside a group that only hold others,
@@ -50,6 +44,11 @@ var Subgroups = map[string]string{
 
 // Commands are the operations that are top-level commands, not groups.
 var Commands = []string{"version"}
+
+// Catalog is everything lm offers, for its faces.
+func Catalog() op.Catalog {
+	return op.Catalog{Ops: All(), Resources: Resources(), Groups: Groups, Subgroups: Subgroups}
+}
 
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.

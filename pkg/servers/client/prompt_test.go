@@ -12,12 +12,13 @@ import (
 	"github.com/creack/pty"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/registry"
 )
 
 // TestMain lets the tests run this binary as lm, behind a real terminal.
 func TestMain(m *testing.M) {
 	if os.Getenv("LM_TEST_AS_LM") == "1" {
-		os.Exit(cli.Main())
+		os.Exit(cli.Main(registry.Catalog()))
 	}
 	os.Exit(m.Run())
 }
