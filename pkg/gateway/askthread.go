@@ -38,7 +38,7 @@ func (s *Server) askThreadRoutes(mux *http.ServeMux, page func(http.Handler) htt
 	})))
 	mux.Handle("DELETE "+path, page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := client.ClearThread(r.Context(), &s.opts.Env, r.PathValue("session")); err != nil {
-			writeError(w, statusFor(err, http.StatusUnprocessableEntity), err)
+			writeError(w, op.HTTPStatus(err, http.StatusUnprocessableEntity), err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -47,7 +47,7 @@ func (s *Server) askThreadRoutes(mux *http.ServeMux, page func(http.Handler) htt
 
 func (s *Server) answerThread(w http.ResponseWriter, t client.Thread, err error) {
 	if err != nil {
-		writeError(w, statusFor(err, http.StatusUnprocessableEntity), err)
+		writeError(w, op.HTTPStatus(err, http.StatusUnprocessableEntity), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, t)

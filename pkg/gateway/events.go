@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"fmt"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/sse"
 )
 
 // retryMillis is the reconnection delay the stream asks browsers to use.
@@ -40,14 +41,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.fanout.join()()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	sse.Start(w)
 	rc := http.NewResponseController(w)
 	out := bufio.NewWriter(w)
-	fmt.Fprintf(out, "retry: %d\n\n", retryMillis)
+	sse.Retry(out, retryMillis)
 
 	pos, cursor := s.fanout.position()
 	// A resume point from another store (a gateway for another project
@@ -125,7 +122,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wake:
 		case <-keepAlive.C:
-			fmt.Fprint(out, ": keep-alive\n\n")
+			sse.KeepAlive(out)
 		case <-r.Context().Done():
 			return
 		}
@@ -152,7 +149,11 @@ func resumePoint(r *http.Request) (last uint64, resume bool, err error) {
 // writeResync tells the client its state cannot be brought up to date
 // event by event, and why; it reloads the state and follows from latest.
 func writeResync(out *bufio.Writer, reason string, latest uint64) {
-	fmt.Fprintf(out, "event: resync\ndata: {\"reason\":%q,\"latest_event_id\":%d}\n\n", reason, latest)
+	data, _ := json.Marshal(struct {
+		Reason string `json:"reason"`
+		Latest uint64 `json:"latest_event_id"`
+	}{reason, latest})
+	sse.Write(out, sse.Event{Name: "resync", Data: data})
 }
 
 // writeEvent writes one SSE message: the event's type as the SSE event name
@@ -163,9 +164,9 @@ func writeEvent(out *bufio.Writer, e queue.Event, stored bool) error {
 	if err != nil {
 		return err
 	}
+	msg := sse.Event{Name: e.Type, Data: data}
 	if stored {
-		fmt.Fprintf(out, "id: %d\n", e.ID)
+		msg.ID = strconv.FormatUint(e.ID, 10)
 	}
-	fmt.Fprintf(out, "event: %s\ndata: %s\n\n", e.Type, data)
-	return nil
+	return sse.Write(out, msg)
 }

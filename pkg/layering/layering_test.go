@@ -54,6 +54,8 @@ var layers = map[string]layer{
 	"pkg/duration":                    foundation,
 	"pkg/guard":                       foundation,
 	"pkg/helpercall":                  foundation,
+	"pkg/httpjson":                    foundation,
+	"pkg/sse":                         foundation,
 	"pkg/jsonio":                      foundation,
 	"pkg/liveness":                    foundation,
 	"pkg/mcpschema":                   foundation,

@@ -28,7 +28,7 @@ const (
 // Outcomes of a recorded call.
 const (
 	OutcomeOK        = "ok"
-	OutcomeToolError = "tool_error"
+	OutcomeToolError = op.CategoryToolError
 	OutcomeFailed    = "failed"
 	// OutcomeCancelled is a call its caller stopped waiting for: the
 	// server was told to cancel, but may have acted already.

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"lmtool.dev/lm/pkg/httpjson"
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -288,24 +289,14 @@ func (e *Enhancer) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, op.EnvelopeOf(op.Errorf(op.KindInvalid, "the body must be {\"prompt\": \"…\"}: %v", err)))
+			httpjson.Error(w, http.StatusBadRequest, op.Errorf(op.KindInvalid, "the body must be {\"prompt\": \"…\"}: %v", err))
 			return
 		}
 		res, err := e.Enhance(r.Context(), r.Header.Get("X-Client-Name"), req.Prompt)
 		if err != nil {
-			status := http.StatusInternalServerError
-			if op.KindOf(err) == op.KindInvalid {
-				status = http.StatusBadRequest
-			}
-			writeJSON(w, status, op.EnvelopeOf(err))
+			httpjson.Error(w, op.HTTPStatus(err, http.StatusBadRequest), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		httpjson.Write(w, http.StatusOK, res)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }
