@@ -88,7 +88,7 @@ func (a *app) exit(ctx context.Context, root *ucli.Command, err error) int {
 		return int(status)
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return 130 // interrupted, as shells report SIGINT
+		return op.ExitInterrupted
 	}
 	cmdName := ""
 	var usage *usageError

@@ -119,16 +119,14 @@ func subcommands(cmd *ucli.Command) string {
 	return strings.Join(names, ", ")
 }
 
-// ExitStatusText is the exit-code table every command shares, for help and
-// man pages.
-const ExitStatusText = `EXIT STATUS
-  0  success
-  1  internal or unexpected error
-  2  usage error or invalid input
-  3  not found
-  4  conflict with the stored state (e.g. editing a consumed instruction)
-  5  denied (allowlist, authentication)
-  6  unavailable (store locked past --lock-timeout, model or server down)
-  7  timed out, or nothing available (a wait that ended empty)
-  8  checks failed (lm verify, lm store check)
-  130 interrupted`
+// ExitStatusText is the exit-code table every command shares, for help.
+var ExitStatusText = exitStatusText()
+
+func exitStatusText() string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS")
+	for _, row := range op.ExitStatuses() {
+		fmt.Fprintf(&b, "\n  %-3d %s", row.Code, row.Meaning)
+	}
+	return b.String()
+}
