@@ -20,6 +20,7 @@ import (
 	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/helpercall"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -159,10 +160,8 @@ func decodeChecklist(data []byte, format string) ([]Check, error) {
 		return nil, op.Errorf(op.KindInvalid, "checklist must be a list of checks or {\"checks\": [...]}")
 	}
 	raw, _ := json.Marshal(generic) // one strict decoder for every format
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var checks []Check
-	if err := dec.Decode(&checks); err != nil {
+	if err := jsonio.DecodeStrict(raw, &checks); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "checklist: %v", err).WithHint("a check is {id, description, file, condition: {type, value}}")
 	}
 	return checks, nil

@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -40,10 +39,7 @@ type Step struct {
 // compiles and names only earlier steps' results through its input.
 func ParseSequence(data []byte) (*Sequence, error) {
 	var seq Sequence
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(&seq); err != nil {
+	if err := jsonio.DecodeStrictNumbers(data, &seq); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "the sequence is not valid: %v", err).
 			WithHint(`expected {"steps": [{"name": …, "tool": …, "arguments": {…}, "jq": {"arg": "EXPR"}}, …]}`)
 	}

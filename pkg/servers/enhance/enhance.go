@@ -8,7 +8,6 @@
 package enhance
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/httpjson"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -72,10 +72,8 @@ func LoadRules(home string) (Rules, error) {
 		return Rules{}, op.Errorf(op.KindInvalid, "read %s: %v", path, err)
 	}
 	var r Rules
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Rules{}, op.Errorf(op.KindInvalid, "%s: %v", path, strings.TrimPrefix(err.Error(), "json: ")).WithCategory("invalid_config").
+	if err := jsonio.DecodeStrict(data, &r); err != nil {
+		return Rules{}, op.Errorf(op.KindInvalid, "%s: %v", path, err).WithCategory("invalid_config").
 			WithHint("the file takes default, clients (by X-Client-Name) and fallback_chain; a rule takes enabled, model and system_prompt")
 	}
 	return r, nil
