@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/privatefile"
 	"lmtool.dev/lm/pkg/proc"
 )
 
@@ -45,10 +46,10 @@ func (f Files) Record(s State) (remove func(), err error) {
 		return nil, fmt.Errorf("create %s: %w", f.Dir, err)
 	}
 	data, _ := json.MarshalIndent(s, "", "  ")
-	if err := writeAtomic(f.State(), append(data, '\n')); err != nil {
+	if err := privatefile.Write(f.State(), append(data, '\n')); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(f.Pid(), []byte(strconv.Itoa(s.Pid)+"\n")); err != nil {
+	if err := privatefile.Write(f.Pid(), []byte(strconv.Itoa(s.Pid)+"\n")); err != nil {
 		return nil, err
 	}
 	return func() {
@@ -57,14 +58,6 @@ func (f Files) Record(s State) (remove func(), err error) {
 			os.Remove(f.State())
 		}
 	}, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
 }
 
 // Running returns the recorded gateway if its process is alive. Files left
