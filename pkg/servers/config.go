@@ -1,8 +1,13 @@
 // Package servers is the configuration of the MCP servers lm's gateway
-// supervises and proxies ($LM_HOME/servers.json, in the mcpServers shape of
-// Claude Desktop and Claude Code, extended with spec 004's fields), the
-// `lm servers …` operations, the npm installer, and the client side of the
-// gateway's control socket.
+// supervises and proxies and the `lm servers …` operations on it. Each
+// concern has its file, which opens with its contract: config.go
+// ($LM_HOME/servers.json, in the mcpServers shape of Claude Desktop and
+// Claude Code, extended with the hub's fields), secrets.go and
+// secretops.go (${secret:NAME}: the secrets file and the keyring),
+// clients.go and importexport.go (other clients' files), install.go (npm),
+// control.go (the running gateway's control socket), status.go (servers'
+// states), connect.go (the stdio↔HTTP bridge of lm mcp --connect) and
+// logs.go (servers' stderr).
 package servers
 
 import (
