@@ -12,13 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 func TestSplitFrontmatter(t *testing.T) {
@@ -133,8 +132,11 @@ func TestScannersGolden(t *testing.T) {
 	}
 }
 
+// testEnv is the person's environment on lm's command line.
 func testEnv(t *testing.T) *op.Env {
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), 5*time.Second), Caller: op.Person()}
+	env := testkit.Env(t)
+	env.Caller = op.Person()
+	return env
 }
 
 func call(t *testing.T, env *op.Env, in Input) Data {

@@ -67,6 +67,7 @@ var layers = map[string]layer{
 	"pkg/safegit":                     foundation,
 	"pkg/store":                       foundation,
 	"pkg/table":                       foundation,
+	"pkg/testkit":                     foundation,
 	"pkg/admin":                       domain,
 	"pkg/extract":                     domain,
 	"pkg/gatewayd":                    domain,

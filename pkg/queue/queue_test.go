@@ -2,20 +2,13 @@ package queue
 
 import (
 	"context"
-	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
-
-func testEnv(t testing.TB) *op.Env {
-	t.Helper()
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Stderr: io.Discard, Now: time.Now}
-}
 
 func setWait(t *testing.T, env *op.Env, seconds int) {
 	t.Helper()
@@ -27,7 +20,7 @@ func setWait(t *testing.T, env *op.Env, seconds int) {
 // A newer call from the same agent supersedes a waiting one: the older call
 // ends without taking anything, the newer one gets the instruction.
 func TestNewerCallSupersedesWaitingOne(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	setWait(t, env, 30)
 	ctx := context.Background()
 	older := make(chan NextOutput, 1)
@@ -70,7 +63,7 @@ func TestNewerCallSupersedesWaitingOne(t *testing.T) {
 
 // Another agent's call is independent: both wait, one gets the instruction.
 func TestDifferentAgentsDoNotSupersede(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	setWait(t, env, 1)
 	ctx := context.Background()
 	results := make(chan NextOutput, 2)
@@ -97,7 +90,7 @@ func TestDifferentAgentsDoNotSupersede(t *testing.T) {
 }
 
 func TestStatusEventsCarryDerivedFlags(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	setWait(t, env, 0)
 	ctx := context.Background()
 	Next(ctx, env, NextInput{AgentID: "a"})
@@ -112,7 +105,7 @@ func TestStatusEventsCarryDerivedFlags(t *testing.T) {
 }
 
 func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	ctx := context.Background()
 	contents := make([]string, eventRetention+500)
 	for i := range contents {
@@ -140,7 +133,7 @@ func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 }
 
 func TestMoveKeepsEveryInstruction(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	ctx := context.Background()
 	Add(ctx, env, AddInput{Contents: []string{"a", "b", "c", "d"}})
 	list, _ := List(ctx, env, ListInput{Status: StatusPending})

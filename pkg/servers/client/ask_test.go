@@ -13,6 +13,7 @@ import (
 
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers/client"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // fakeModel is a model server on loopback speaking Ollama's /api/chat: it
@@ -197,7 +198,7 @@ func TestAskAtMaxStepsWithoutASummaryEndsWithTheLastResult(t *testing.T) {
 
 func TestAskDryRunProposesOnly(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	httpServer(t, bin, port)
 	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 	for _, commandLine := range []bool{true, false} {
@@ -257,7 +258,7 @@ func TestAskRefusals(t *testing.T) {
 
 func TestAskFollowsUpOnPreviousTurns(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	httpServer(t, bin, port)
 	env := newEnv(t, false)
 	m := newFakeModel(t, `{"action":"call","tool":"echo","arguments":{"message":"42"},"reason":"say the sum"}`)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -19,7 +18,7 @@ import (
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers/client"
-	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // everything is server-everything's executable; the test skips only when
@@ -29,30 +28,11 @@ func everything(t *testing.T) string {
 	return npmtest.Skip(t, "mcp-server-everything")
 }
 
-// syncBuffer collects state lines written from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newEnv is the person's environment: on lm's command line, or else on the
 // gateway's page (no terminal to ask on).
 func newEnv(t *testing.T, commandLine bool) *op.Env {
-	path := filepath.Join(t.TempDir(), "lm.db")
-	env := &op.Env{Store: store.New(path, 5*time.Second), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now,
-		Environ: os.Environ(), Caller: op.Caller{Role: op.RolePerson}}
+	env := testkit.Env(t)
+	env.Environ, env.Caller = os.Environ(), op.Caller{Role: op.RolePerson}
 	if commandLine {
 		env.Caller = op.Person()
 	}
@@ -95,15 +75,6 @@ func serveEverything(t *testing.T, bin, mode string, port int) (stop func()) {
 	return nil
 }
 
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // call runs an operation by tool name with a JSON input.
 func call(t *testing.T, env *op.Env, tool, input string) (any, error) {
 	t.Helper()
@@ -123,7 +94,7 @@ func jsonOf(v any) string {
 
 func TestOverStdioAndHTTP(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	httpServer(t, bin, port)
 	targets := map[string]string{
 		"stdio": fmt.Sprintf(`"command":[%q]`, bin),
@@ -201,9 +172,9 @@ func TestCallErrors(t *testing.T) {
 
 func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	stop := httpServer(t, bin, port)
-	status := &syncBuffer{}
+	status := &testkit.Buffer{}
 	target := client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
 	s, err := client.Connect(context.Background(), target, client.Options{Backoff: 100 * time.Millisecond, Attempts: 5, Status: status, Routine: true})
 	if err != nil {
@@ -229,9 +200,9 @@ func TestReconnectsAfterTheServerRestarts(t *testing.T) {
 
 func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	stop := httpServer(t, bin, port)
-	status := &syncBuffer{}
+	status := &testkit.Buffer{}
 	target := client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
 	// The default schedule is 1, 2, 4, 8 and 16 s; the test keeps its
 	// shape at a hundredth of the scale.
@@ -274,9 +245,9 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 // hit first.
 func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	stop := serveEverything(t, bin, "sse", port)
-	status := &syncBuffer{}
+	status := &testkit.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s, err := client.Connect(ctx, client.Target{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", port)},
@@ -381,7 +352,7 @@ func TestSequenceStopsAtTheFailingStep(t *testing.T) {
 
 func TestCallsApprovedByAPersonAtThePage(t *testing.T) {
 	bin := everything(t)
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	httpServer(t, bin, port)
 	env := newEnv(t, false)
 	var callOp op.Operation

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,6 +29,7 @@ import (
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/keyring"
 	"lmtool.dev/lm/pkg/servers/keyring/keyringtest"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
@@ -302,24 +302,6 @@ func TestCacheHitsAndInvalidation(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to write from the hub's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
 	const secret = "sk-live-5ecr3t-value"
 	for _, store := range []struct {
@@ -346,7 +328,7 @@ func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
 
 func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *testing.T, home string)) {
 	out := filepath.Join(t.TempDir(), "seen")
-	var log syncBuffer
+	var log testkit.Buffer
 	// The child gets its token, prints it in a failure message, and exits.
 	h, url := startHubWith(t, `{"mcpServers": {"api": {"command": "sh",
 		"args": ["-c", "printf %s \"$API_TOKEN\" > \"$OUT\"; echo \"auth with $API_TOKEN was refused\" >&2; exit 3"],
