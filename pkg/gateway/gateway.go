@@ -149,9 +149,6 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the gateway's whole HTTP surface.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // PageURL is the page's address on this gateway listening at addr.
 func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
 

@@ -54,7 +54,7 @@ confidence_threshold = 0.9
 		t.Fatal(err)
 	}
 	if !cfg.Enabled() || cfg.Provider != OpenAI || cfg.URL != "http://127.0.0.1:8080/v1" || cfg.Model != "qwen" ||
-		cfg.EmbeddingModel != "qwen" || time.Duration(cfg.Timeout) != 1500*time.Millisecond || cfg.MaxRetries != 0 || cfg.ConfidenceThreshold != 0.9 {
+		time.Duration(cfg.Timeout) != 1500*time.Millisecond || cfg.MaxRetries != 0 || cfg.ConfidenceThreshold != 0.9 {
 		t.Fatalf("cfg = %+v", cfg)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // any problem.
 func listed(t *testing.T, dir string) []string {
 	t.Helper()
-	tasks, problems, err := Discover(dir)
+	tasks, problems, err := discover(dir, false)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("discover: %v %v", err, problems)
 	}
@@ -125,7 +125,7 @@ func TestBuildWrappers(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"pom.xml": "<project/>", "build.gradle": "task hello {\n}\ntasks.register<Copy>(\"bundle\") {}\n",
 	})
-	tasks, _, _ := Discover(dir)
+	tasks, _, _ := discover(dir, false)
 	byName := map[string]Task{}
 	for _, task := range tasks {
 		byName[task.Name] = task
@@ -140,7 +140,7 @@ func TestBuildWrappers(t *testing.T) {
 		t.Errorf("tasks.register: %q", c)
 	}
 	writeFiles(t, dir, map[string]string{"mvnw.x": "#!/bin/sh\n", "gradlew.x": "#!/bin/sh\n"})
-	tasks, _, _ = Discover(dir)
+	tasks, _, _ = discover(dir, false)
 	for _, task := range tasks {
 		byName[task.Name] = task
 	}
