@@ -330,7 +330,7 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 
 // The gateway's log tells each instruction's life, whichever process
 // changed it, and each get_user_request served with its agent, wait and
-// result (spec 000 §7).
+// result.
 func TestLogTellsLifecycleAndCalls(t *testing.T) {
 	log := &testkit.Buffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})

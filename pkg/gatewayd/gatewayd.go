@@ -1,6 +1,7 @@
 // Package gatewayd runs the gateway in the background: a detached process
 // whose pid, address and log live in files under LM_HOME, so any shell can
-// start, stop and inspect it (what spec 000's server.sh did).
+// start, stop and inspect it, and a process that died leaves no record
+// claiming it still serves.
 package gatewayd
 
 import (

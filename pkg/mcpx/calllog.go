@@ -13,8 +13,10 @@ import (
 
 // CallLog logs each tool call: its tool and whether it failed, and for
 // get_user_request the agent it was credited to, how long it waited and
-// what it returned (spec 000 §7). Both MCP faces use it: lm mcp into its
-// log file, the gateway into its log.
+// what it returned (an instruction or the empty answer), so a person
+// reading the log can tell an agent that waited in vain from one that got
+// work. Both MCP faces use it: lm mcp into its log file, the gateway into
+// its log.
 func CallLog(log *slog.Logger) *server.Hooks {
 	hooks := &server.Hooks{}
 	hooks.AddAfterCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest, result any) {
