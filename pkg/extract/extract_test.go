@@ -32,20 +32,22 @@ func TestSplitFrontmatter(t *testing.T) {
 		{"toml", "+++\ntitle = \"t\"\n[meta]\nk = 1\n+++\n", "toml", 2, map[string]Field{"title": {"t", 2}, "meta": {map[string]any{"k": int64(1)}, 3}}},
 		{"json", "{\n  \"a\": \"}\",\n  \"b\": 2\n}\ntext", "json", 1, map[string]Field{"a": {"}", 2}, "b": {json.Number("2"), 3}}},
 	} {
-		b, err := SplitFrontmatter([]byte(tc.in))
-		if err != nil || b == nil {
-			t.Fatalf("%s: %v %v", tc.name, b, err)
-		}
-		if b.Format != tc.format || b.Line != tc.line {
-			t.Errorf("%s: format %s line %d", tc.name, b.Format, b.Line)
-		}
-		fields, err := ParseFrontmatter(b)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if !reflect.DeepEqual(fields, tc.fields) {
-			t.Errorf("%s: fields = %#v, want %#v", tc.name, fields, tc.fields)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := SplitFrontmatter([]byte(tc.in))
+			if err != nil || b == nil {
+				t.Fatalf("%s: %v %v", tc.name, b, err)
+			}
+			if b.Format != tc.format || b.Line != tc.line {
+				t.Errorf("%s: format %s line %d", tc.name, b.Format, b.Line)
+			}
+			fields, err := ParseFrontmatter(b)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if !reflect.DeepEqual(fields, tc.fields) {
+				t.Errorf("%s: fields = %#v, want %#v", tc.name, fields, tc.fields)
+			}
+		})
 	}
 	if b, err := SplitFrontmatter([]byte("# title\n---\na: 1\n---\n")); b != nil || err != nil {
 		t.Errorf("no block: %v %v", b, err)
@@ -358,9 +360,11 @@ func TestReadFile(t *testing.T) {
 		{".", 1 << 20, "file_not_found"},
 		{"missing", 100, "file_not_found"},
 	} {
-		if _, r, ok := readFile(root, tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
-			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
-		}
+		t.Run(tc.path, func(t *testing.T) {
+			if _, r, ok := readFile(root, tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
+				t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
+			}
+		})
 	}
 }
 

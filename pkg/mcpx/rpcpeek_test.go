@@ -19,10 +19,12 @@ func TestPeek(t *testing.T) {
 		{`not json`, "", "", false, false},
 		{`{"id":1,"method":`, "", "", false, false},
 	} {
-		id, method, response, ok := peek([]byte(tc.msg))
-		if string(id) != tc.id || method != tc.method || response != tc.response || ok != tc.ok {
-			t.Errorf("peek(%s) = %q %q %v %v", tc.msg, id, method, response, ok)
-		}
+		t.Run(tc.msg, func(t *testing.T) {
+			id, method, response, ok := peek([]byte(tc.msg))
+			if string(id) != tc.id || method != tc.method || response != tc.response || ok != tc.ok {
+				t.Errorf("peek(%s) = %q %q %v %v", tc.msg, id, method, response, ok)
+			}
+		})
 	}
 }
 

@@ -57,13 +57,15 @@ func TestCallValidatesWithClearMessages(t *testing.T) {
 		{`[1]`, `input must be a JSON object, got array`},
 		{`{"name":`, `input is not valid JSON`},
 	} {
-		_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
-		}
-		if KindOf(err) != KindInvalid {
-			t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
-		}
+		t.Run(tc.input, func(t *testing.T) {
+			_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
+			}
+			if KindOf(err) != KindInvalid {
+				t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
+			}
+		})
 	}
 	out, err := o.Call(context.Background(), &Env{}, json.RawMessage(`{"name":"ada","times":2,"tags":["a"]}`))
 	if err != nil || out.(greetOut).Text != "hi ada hi ada " {

@@ -26,10 +26,12 @@ func TestExtractProposalReadsTheShapesModelsWrite(t *testing.T) {
 		{`{"action":"call","tool":"echo","arguments":{"big":12345678901234567890}}`,
 			`{"action":"call","tool":"echo","arguments":{"big":12345678901234567890}}`},
 	} {
-		p, err := client.ExtractProposal(tc.text)
-		if err != nil || jsonOf(p) != tc.want {
-			t.Errorf("%q:\n got %s %v\nwant %s", tc.text, jsonOf(p), err, tc.want)
-		}
+		t.Run(tc.text, func(t *testing.T) {
+			p, err := client.ExtractProposal(tc.text)
+			if err != nil || jsonOf(p) != tc.want {
+				t.Errorf("%q:\n got %s %v\nwant %s", tc.text, jsonOf(p), err, tc.want)
+			}
+		})
 	}
 	for _, text := range []string{
 		"", "I cannot do that.", `{"action":"call"}`, `{"action":"delete","tool":"x"}`, `{"message":"hi"}`,
