@@ -30,6 +30,27 @@ var commands = map[string]func(ts *testscript.TestScript, neg bool, args []strin
 	"fakemodel": fakeModel,
 	"gone":      gone,
 	"damage":    damage,
+	"bymodes":   byModes,
+}
+
+// bymodes CMD ARGS... runs a command as file modes bind it: tests run as
+// root, who reads and enters any directory, so there it runs without the
+// capabilities that allow that (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH).
+// Its output is the script's stdout and stderr, as with exec.
+func byModes(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: bymodes CMD ARGS...")
+	}
+	if os.Geteuid() == 0 {
+		args = append([]string{"setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"}, args...)
+	}
+	err := ts.Exec(args[0], args[1:]...)
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("%s: %v", args[0], err)
+	case err == nil && neg:
+		ts.Fatalf("%s: unexpected success", args[0])
+	}
 }
 
 // damage FILE TEXT replaces the byte after every occurrence of TEXT in FILE
@@ -115,23 +136,25 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // gone PIDFILE... waits up to 10 s until every process whose pid a file
-// holds has exited (a zombie has: it runs no more). One still running
+// holds (one or more, a line each) has exited (a zombie has: it runs no more). One still running
 // then fails the script, and is killed so that it does not outlive it.
 func gone(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: gone PIDFILE...")
 	}
-	pids := map[string]int{}
+	pids := map[int]string{}
 	for _, file := range args {
-		pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(file)))
-		ts.Check(err)
-		pids[file] = pid
+		for _, field := range strings.Fields(ts.ReadFile(file)) {
+			pid, err := strconv.Atoi(field)
+			ts.Check(err)
+			pids[pid] = file
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for file, pid := range pids {
+	for pid, file := range pids {
 		for proc.Running(pid) {
 			if time.Now().After(deadline) {
-				for _, pid := range pids {
+				for pid := range pids {
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
 				ts.Fatalf("process %d (%s) is still running", pid, file)

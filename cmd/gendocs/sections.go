@@ -20,6 +20,7 @@ var environment = [][2]string{
 	{"LM_JSON_ERRORS", "1: report errors as a JSON object on stderr (--json-errors)"},
 	{"NO_COLOR", "set: no colour in tables, even on a terminal"},
 	{"LM_JOBS_MAX_RUNNING", "how many jobs run at once before new ones wait queued (default 8)"},
+	{"LM_JOBS_CGROUP", "auto (default): each job in a cgroup of its own where the system allows it; off: never"},
 	{"LM_MODEL, LM_MODEL_URL, LM_MODEL_PROVIDER", "the optional language model, over config.toml's [model]"},
 	{"LM_DEFAULT_WAIT_SECONDS, LM_DEFAULT_EMPTY_RESPONSE, LM_AGENT_STALE_AFTER_SECONDS", "seed the queue settings of a store that holds none yet"},
 	{"LM_API_TOKEN", "the gateway's person token instead of $LM_HOME/gateway.token; the token lm mcp --connect sends"},

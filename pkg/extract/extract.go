@@ -140,7 +140,7 @@ type FileResult struct {
 	*Symbols      `json:",omitempty"`
 	Dependencies  *Dependencies `json:"dependencies,omitempty"`
 	Error         string        `json:"error,omitempty" jsonschema:"why this file has no result"`
-	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, path_too_long, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
+	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, no_files, unreadable (a directory the walk could not read), path_too_long, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
 	Cached        bool          `json:"cached,omitempty"`
 }
 
@@ -214,16 +214,9 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		return nil, 0, err
 	}
 	defer root.Close()
-	files, missing, empty, err := Expand(ctx, root, env.Environ, in.Files)
+	files, results, err := Expand(ctx, root, env.Environ, in.Files)
 	if err != nil {
 		return nil, 0, err
-	}
-	results := make(map[string]FileResult, len(files)+len(missing)+len(empty))
-	for _, m := range missing {
-		results[m] = failed("file_not_found", fmt.Errorf("no such file: %s", m))
-	}
-	for _, d := range empty {
-		results[d] = failed("no_files", fmt.Errorf("directory %s holds no file to read: everything in it is ignored by .gitignore, or a symlink (not followed)", d))
 	}
 	if in.TaskType == "dependencies" {
 		read, err := dependencies(ctx, env, in, root, files, results)

@@ -459,9 +459,9 @@ func TestWalkOutsideGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	files, missing, _, err := Expand(context.Background(), r, nil, []string{"."})
-	if err != nil || len(missing) > 0 {
-		t.Fatal(err, missing)
+	files, failures, err := Expand(context.Background(), r, nil, []string{"."})
+	if err != nil || len(failures) > 0 {
+		t.Fatal(err, failures)
 	}
 	var got []string
 	for _, f := range files {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,12 +31,13 @@ type File struct {
 // into files. Directories are walked with .gitignore respected: inside a git
 // worktree through git itself, otherwise skipping .git directories; a
 // directory the caller names that .gitignore excludes is walked all the
-// same, as rg does, since naming it says the caller wants it. An argument
-// matching nothing is reported in missing, a directory that holds no file
-// to read (all ignored, or only symlinks, which are not followed) in empty.
+// same, as rg does, since naming it says the caller wants it. Failures
+// holds a result for each name that yields no file: an argument matching
+// nothing, a directory that holds no file to read (all ignored, or only
+// symlinks, which are not followed), a directory the walk could not read.
 // Git, when it lists a worktree's files, runs with environ, the caller's
 // environment (op.Env.Environ).
-func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, missing, empty []string, err error) {
+func Expand(ctx context.Context, r *confine.Root, environ []string, args []string) (files []File, failures map[string]FileResult, err error) {
 	// One argument names each file once; several may overlap.
 	var seen map[string]bool
 	if len(args) > 1 {
@@ -48,14 +51,25 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 			files = append(files, f)
 		}
 	}
+	failures = map[string]FileResult{}
+	missing := func(arg string) {
+		failures[arg] = failed("file_not_found", fmt.Errorf("no such file: %s", arg))
+	}
+	unreadable := func(dir string, dirs []*fs.PathError) {
+		for _, d := range dirs {
+			name := joinName(dir, d.Path)
+			failures[name] = failed("unreadable", fmt.Errorf("%s: %w", name, d.Err))
+		}
+	}
 	for _, arg := range args {
 		if strings.ContainsAny(arg, "*?[") {
-			matched, err := glob(ctx, r, environ, arg)
+			dir, matched, unread, err := glob(ctx, r, environ, arg)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
-			if len(matched) == 0 {
-				missing = append(missing, arg)
+			unreadable(dir, unread)
+			if len(matched) == 0 && len(unread) == 0 {
+				missing(arg)
 			}
 			for _, f := range matched {
 				add(f)
@@ -64,21 +78,22 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 		}
 		rel, err := r.Resolve(arg)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		st, err := r.Stat(rel)
 		switch {
 		case confine.IsOutside(err):
-			return nil, nil, nil, err
+			return nil, nil, err
 		case err != nil:
-			missing = append(missing, arg)
+			missing(arg)
 		case st.IsDir():
-			walked, err := walk(ctx, r, environ, rel)
+			walked, unread, err := walk(ctx, r, environ, rel)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
-			if len(walked) == 0 {
-				empty = append(empty, arg)
+			unreadable(arg, unread)
+			if len(walked) == 0 && len(unread) == 0 {
+				failures[arg] = failed("no_files", fmt.Errorf("directory %s holds no file to read: everything in it is ignored by .gitignore, or a symlink (not followed)", arg))
 			}
 			abs := r.Abs(rel)
 			for _, w := range walked {
@@ -88,7 +103,7 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 			add(File{Name: arg, Path: r.Abs(rel), rel: rel})
 		}
 	}
-	return files, missing, empty, nil
+	return files, failures, nil
 }
 
 // under is filepath.Join(dir, rel) for a clean dir and a clean, relative
@@ -104,14 +119,18 @@ func under(dir, rel string) string {
 }
 
 func joinName(dir, rel string) string {
-	if dir == "." {
+	switch {
+	case rel == ".":
+		return dir
+	case dir == ".":
 		return rel
 	}
 	return strings.TrimSuffix(filepath.ToSlash(dir), "/") + "/" + rel
 }
 
-// glob expands a pattern by walking its literal leading directory.
-func glob(ctx context.Context, r *confine.Root, environ []string, pattern string) ([]File, error) {
+// glob expands a pattern by walking its literal leading directory, dir,
+// which names what the walk could not read.
+func glob(ctx context.Context, r *confine.Root, environ []string, pattern string) (dir string, files []File, unreadable []*fs.PathError, err error) {
 	pattern = filepath.ToSlash(pattern)
 	segs := strings.Split(pattern, "/")
 	i := 0
@@ -125,33 +144,32 @@ func glob(ctx context.Context, r *confine.Root, environ []string, pattern string
 	rest := strings.Join(segs[i:], "/")
 	re, err := globRegexp(rest)
 	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "bad glob %q: %v", pattern, err)
+		return "", nil, nil, op.Errorf(op.KindInvalid, "bad glob %q: %v", pattern, err)
 	}
-	dir := base
+	dir = base
 	if dir == "" {
 		dir = "."
 	}
 	rel, err := r.Resolve(dir)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	if st, err := r.Stat(rel); confine.IsOutside(err) {
-		return nil, err
+		return "", nil, nil, err
 	} else if err != nil || !st.IsDir() {
-		return nil, nil
+		return dir, nil, nil, nil
 	}
-	walked, err := walk(ctx, r, environ, rel)
+	walked, unreadable, err := walk(ctx, r, environ, rel)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, err
 	}
 	abs := r.Abs(rel)
-	var out []File
 	for _, w := range walked {
 		if re.MatchString(w) {
-			out = append(out, File{Name: joinName(dir, w), Path: under(abs, w), rel: under(rel, w)})
+			files = append(files, File{Name: joinName(dir, w), Path: under(abs, w), rel: under(rel, w)})
 		}
 	}
-	return out, nil
+	return dir, files, unreadable, nil
 }
 
 // globRegexp translates a slash-separated glob: ** spans directories, * and
@@ -187,43 +205,48 @@ func globRegexp(glob string) (*regexp.Regexp, error) {
 }
 
 // walk lists the files under a directory beneath the root as
-// slash-separated relative paths, sorted. Inside a git worktree git lists
-// them, applying every .gitignore exactly; the files are still opened
-// beneath the root, so what git names cannot lead outside it.
-func walk(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, error) {
-	if files, ok := gitFiles(ctx, r, environ, rel); ok {
-		return files, nil
+// slash-separated relative paths, sorted, and the directories it could not
+// read. Inside a git worktree git lists them, applying every .gitignore
+// exactly; the files are still opened beneath the root, so what git names
+// cannot lead outside it.
+func walk(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, []*fs.PathError, error) {
+	if files, unreadable, ok := gitFiles(ctx, r, environ, rel); ok {
+		return files, unreadable, nil
 	}
 	return r.Files(ctx, rel)
 }
 
 // gitFiles lists tracked and untracked-but-not-ignored files under a
-// directory when it is inside a git worktree. Git runs in the directory the
-// root opened (through its descriptor), with the repository's programs
-// (fsmonitor, hooks) turned off.
-func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, bool) {
+// directory when it is inside a git worktree, and the directories git could
+// not read. Git runs in the directory the root opened (through its
+// descriptor), with the repository's programs (fsmonitor, hooks) turned off.
+func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string) ([]string, []*fs.PathError, bool) {
 	if !mayBeWorktree(r.Abs(rel), environ) {
-		return nil, false
+		return nil, nil, false
 	}
 	if _, err := exec.LookPath("git"); err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	dir, err := r.OpenDir(rel)
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	defer dir.Close()
 	cmd := safegit.ForListing("", environ).Command(ctx, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate")
 	cmd.Dir = confine.ProcPath(dir)
-	var out bytes.Buffer
-	cmd.Stdout = &out
+	var out, warnings bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &warnings
 	if cmd.Run() != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	if out.Len() == 0 && ignored(ctx, dir, environ) {
 		// The directory itself is ignored (node_modules, dist): git
 		// lists nothing under it, but the caller named it.
-		return nil, false
+		return nil, nil, false
+	}
+	var unreadable []*fs.PathError
+	for _, m := range gitUnreadable.FindAllSubmatch(warnings.Bytes(), -1) {
+		unreadable = append(unreadable, &fs.PathError{Op: "open", Path: strings.TrimSuffix(string(m[1]), "/"), Err: errors.New(strings.ToLower(string(m[2])))})
 	}
 	var files []string
 	for _, p := range bytes.Split(out.Bytes(), []byte{0}) {
@@ -239,8 +262,12 @@ func gitFiles(ctx context.Context, r *confine.Root, environ []string, rel string
 		}
 	}
 	sort.Strings(files)
-	return files, true
+	return files, unreadable, true
 }
+
+// gitUnreadable is how git (under LC_ALL=C) warns of a directory it could
+// not read, which it then leaves out of its listing.
+var gitUnreadable = regexp.MustCompile(`(?m)^warning: could not open directory '(.*)': (.*)$`)
 
 // ignored reports whether git's ignore rules exclude the directory dir
 // itself, or a directory above it.

@@ -13,11 +13,12 @@ import (
 	"lmtool.dev/lm/pkg/proc"
 )
 
-// recordEvery is how often a supervisor refreshes the record of the job's
-// processes. As the child subreaper it inherits every orphan of the job, so
-// a process that left the job's group (setsid, a double fork, a daemon) is
-// still below it; only one started within the last interval before the
-// supervisor is killed can be missed.
+// recordEvery is how often a supervisor without a cgroup for its job
+// refreshes the record of the job's processes. As the child subreaper it
+// inherits every orphan of the job, so a process that left the job's group
+// (setsid, a double fork, a daemon) is still below it; only one started
+// within the last interval before the supervisor is killed can be missed.
+// A cgroup misses none.
 const recordEvery = 250 * time.Millisecond
 
 func descendantsPath(home, id string) string { return filepath.Join(jobDir(home, id), "descendants") }

@@ -463,8 +463,8 @@ type StopInput struct {
 // Validate takes the job from id or job_id.
 func (in *StopInput) Validate() error { return oneID(&in.ID, in.JobID) }
 
-// Stop ends a job: SIGTERM to its whole process group, SIGKILL after the
-// grace period. A queued job is stopped without running.
+// Stop ends a job: SIGTERM to every process in its cgroup (or its process
+// group), SIGKILL after the grace period. A queued job is stopped without running.
 func Stop(ctx context.Context, env *op.Env, in StopInput) (StatusOutput, error) {
 	grace, err := duration.Field("grace", in.Grace, DefaultGrace)
 	if err != nil {
@@ -497,11 +497,11 @@ func stop(ctx context.Context, env *op.Env, id string, grace time.Duration) (Job
 		// Still starting: the supervisor signals it once it has a pid.
 		return waitEnd(ctx, env, j.ID, grace+5*time.Second)
 	}
-	syscall.Kill(-j.PID, syscall.SIGTERM)
+	j.signal(syscall.SIGTERM)
 	if j, err = waitEnd(ctx, env, j.ID, grace); err != nil || j.Terminal() {
 		return j, err
 	}
-	syscall.Kill(-j.PID, syscall.SIGKILL)
+	j.signal(syscall.SIGKILL)
 	return waitEnd(ctx, env, j.ID, 10*time.Second)
 }
 

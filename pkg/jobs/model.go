@@ -58,6 +58,8 @@ type Job struct {
 	MaxRunning   int        `json:"max_running" jsonschema:"the concurrency limit the job was started under"`
 	PID          int        `json:"pid,omitempty"`
 	Supervisor   int        `json:"supervisor_pid,omitempty"`
+	Containment  string     `json:"containment,omitempty" jsonschema:"how lm holds every process of the job, to end them all: cgroup (a cgroup v2 of its own, which none can leave) or recorded (its process group and the processes its supervisor records)"`
+	Cgroup       string     `json:"cgroup,omitempty" jsonschema:"the job's cgroup directory (removed when the job ends)"`
 	StopAt       *time.Time `json:"stop_requested_at,omitempty"`
 	StopReason   string     `json:"stop_reason,omitempty"`
 }
@@ -196,11 +198,10 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 			now := env.Now().UTC()
 			r.State, r.FinishedAt = Failed, &now
 			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
-			// Leave nothing of the job running unobserved: its process
-			// group, and what the supervisor recorded of those that left it.
-			if r.PID != 0 {
-				syscall.Kill(-r.PID, syscall.SIGKILL)
-			}
+			// Leave nothing of the job running unobserved: its cgroup, its
+			// process group, and what the supervisor recorded of those that
+			// left it.
+			r.signal(syscall.SIGKILL)
 			endRecorded(env.Home, r.ID)
 			if err := put(tx, r); err != nil {
 				return err
@@ -209,5 +210,8 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 		out = r
 		return nil
 	})
+	if err == nil && out.State == Failed {
+		out.removeCgroup()
+	}
 	return out, err
 }

@@ -15,7 +15,9 @@ func Ops() []op.Operation {
 			Summary: "Start a task or a command as a background job",
 			Description: "The words after -- alone are a command, run as is without a shell. Otherwise the first word names a task when the project defines one " +
 				"(the rest, and any words after --, are its arguments), and the words are the command when it does not. lm's own flags go before --. " +
-				"The job is owned by its own supervisor process and outlives lm. Beyond max_running running jobs (default 8; [jobs] max_running in $LM_HOME/config.toml, or LM_JOBS_MAX_RUNNING) it waits queued. " +
+				"The job is owned by its own supervisor process and outlives lm. " +
+				"Where the system allows it (a writable cgroup v2) the job runs in a cgroup of its own, so stopping it, or finding its supervisor killed, ends every process it started, also those that left its session (containment cgroup in its record); " +
+				"elsewhere, or with LM_JOBS_CGROUP=off, lm ends its process group and the processes its supervisor recorded (containment recorded). Beyond max_running running jobs (default 8; [jobs] max_running in $LM_HOME/config.toml, or LM_JOBS_MAX_RUNNING) it waits queued. " +
 				"With --wait it returns as soon as the job ends, with the tail of its output, and exits with the job's own status as lm jobs wait does " +
 				"(7 when the wait ended first; without --wait, 0 once the job is started). A task the human allowlist denies is refused (exit 5), one whose runner is not installed too (exit 6). " +
 				"Not available over MCP: agents use run_task, which checks the MCP allowlist.",
@@ -65,9 +67,10 @@ func Ops() []op.Operation {
 		op.New(op.Meta{
 			Name: "jobs_stop", Path: []string{"jobs", "stop"},
 			Callers: op.Agents,
-			Summary: "Stop a job: SIGTERM to its process group, SIGKILL after the grace period", Args: []string{"id"},
-			Description: "The job is id (a positional argument on the CLI) or job_id, as run_task spells it.",
-			Effect:      op.Destructive, Idempotent: true,
+			Summary: "Stop a job: SIGTERM to its processes, SIGKILL after the grace period", Args: []string{"id"},
+			Description: "The job is id (a positional argument on the CLI) or job_id, as run_task spells it. " +
+				"The signals go to every process in the job's cgroup when it runs in one, else to its process group.",
+			Effect: op.Destructive, Idempotent: true,
 		}, Stop),
 		op.New(op.Meta{
 			Name: "jobs_prune", Path: []string{"jobs", "prune"},

@@ -66,6 +66,9 @@ func Start(ctx context.Context, env *op.Env, spec Spec) (Job, error) {
 	if spec.LogSize < 4096 || spec.LogSize > 1<<30 {
 		return Job{}, op.Errorf(op.KindInvalid, "log size %d is out of range", spec.LogSize).WithHint("use 4096 to 1073741824 bytes")
 	}
+	if _, err := cgroupsWanted(env); err != nil {
+		return Job{}, err
+	}
 	settings, err := settingsOf(env.Home)
 	if err != nil {
 		return Job{}, err

@@ -15,6 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"lmtool.dev/lm/pkg/cgroup"
 	"lmtool.dev/lm/pkg/guard"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
@@ -56,24 +57,48 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	// Orphaned descendants are re-parented to the supervisor, which reaps
 	// them before it records the end: no zombies, whatever init does.
 	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	claimed, err := claimSlot(ctx, env, j.ID)
 	if err != nil || !claimed {
 		return SuperviseOutput{}, err
 	}
-	child, output, err := startChild(env, j)
+	// The cgroup is recorded before anything runs in it, so that whoever
+	// finds this supervisor killed can end what it started.
+	group := newCgroup(env, log, j.ID)
+	if group != nil {
+		j.Containment, j.Cgroup = InCgroup, group.Dir
+		if err := update(ctx, env, j.ID, func(r *Job) { r.Containment, r.Cgroup = j.Containment, j.Cgroup }); err != nil {
+			group.Remove(0)
+			return SuperviseOutput{}, err
+		}
+	}
+	child, output, err := startChild(env, j, group)
+	if err != nil && group != nil {
+		// The kernel may refuse to start a child in a cgroup (clone3
+		// filtered, or older than CLONE_INTO_CGROUP): try without. A
+		// command that cannot start at all fails the same way again.
+		log.Info("the job did not start in its cgroup: trying without, recording its processes instead", "reason", err)
+		group.Remove(0)
+		group = nil
+		child, output, err = startChild(env, j, nil)
+	}
+	if group == nil {
+		j.Containment, j.Cgroup = Recorded, ""
+	}
 	if err != nil {
 		return SuperviseOutput{}, fail(ctx, env, j.ID, err.Error())
 	}
-	pid := child.Process.Pid
+	j.PID = child.Process.Pid
 	var stopAt *time.Time
-	err = update(ctx, env, j.ID, func(j *Job) { j.PID, stopAt = pid, j.StopAt })
+	err = update(ctx, env, j.ID, func(r *Job) {
+		r.PID, r.Containment, r.Cgroup, stopAt = j.PID, j.Containment, j.Cgroup, r.StopAt
+	})
 	if err != nil || stopAt != nil {
-		terminate(pid, DefaultGrace, nil) // stopped while it was starting
+		terminate(j, DefaultGrace, nil) // stopped while it was starting
 	}
 
 	// The supervisor outlives a panic in its helpers: the child it watches
 	// is still to be waited for, recorded and ended.
-	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	copied := make(chan struct{})
 	guard.Go(log, "copying the job's output", func() {
 		defer close(copied)
@@ -81,27 +106,32 @@ func Supervise(ctx context.Context, env *op.Env, in SuperviseInput) (SuperviseOu
 	})
 	exited := make(chan struct{})
 	recorded := make(chan struct{})
-	guard.Go(log, "recording the job's processes", func() {
-		defer close(recorded)
-		recordDescendants(env.Home, j.ID, exited)
-	})
+	if group == nil {
+		guard.Go(log, "recording the job's processes", func() {
+			defer close(recorded)
+			recordDescendants(env.Home, j.ID, exited)
+		})
+	} else {
+		close(recorded)
+	}
 	guard.Go(log, "enforcing the job's stop and TTL", func() {
 		select {
 		case <-exited:
 		case <-ctx.Done(): // the supervisor itself was told to stop
 			requestStop(env, j.ID, "the supervisor was signalled")
-			terminate(pid, DefaultGrace, exited)
+			terminate(j, DefaultGrace, exited)
 		case <-ttl(j):
 			requestStop(env, j.ID, fmt.Sprintf("its orphan TTL of %ds ran out", j.TTLSeconds))
-			terminate(pid, DefaultGrace, exited)
+			terminate(j, DefaultGrace, exited)
 		}
 	})
 	waitErr := child.Wait()
 	close(exited)
 	<-recorded
 	// Whatever the child left behind is an orphan now.
-	syscall.Kill(-pid, syscall.SIGKILL)
+	j.signal(syscall.SIGKILL)
 	endDescendants(2 * time.Second)
+	j.removeCgroup()
 	select {
 	case <-copied:
 	case <-time.After(2 * time.Second):
@@ -213,14 +243,25 @@ func waiting(j Job, now time.Time) bool {
 }
 
 // startChild starts the command with stdin closed, in a new process group
-// (or a new session with a controlling pty), and returns its output.
+// (or a new session with a controlling pty) and in group when there is one,
+// and returns its output.
 // The child inherits the supervisor's environment (the one lm jobs start
 // was given) plus the job's own variables, and the supervisor's working
 // directory: the one its starter opened and checked (j.Dir is that
 // directory's path, for people to read).
-func startChild(env *op.Env, j Job) (*exec.Cmd, io.ReadCloser, error) {
+func startChild(env *op.Env, j Job, group *cgroup.Group) (*exec.Cmd, io.ReadCloser, error) {
 	cmd := exec.Command(j.Argv[0], j.Argv[1:]...)
 	cmd.Env = op.ChildEnv(env.Environ, j.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if group != nil {
+		// The child begins life in the cgroup, before it can fork.
+		dir, err := group.Open()
+		if err != nil {
+			return nil, nil, fmt.Errorf("open cgroup: %w", err)
+		}
+		defer dir.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(dir.Fd())
+	}
 	if j.PTY {
 		f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 120})
 		if err != nil {
@@ -233,7 +274,7 @@ func startChild(env *op.Env, j Job) (*exec.Cmd, io.ReadCloser, error) {
 		return nil, nil, err
 	}
 	cmd.Stdout, cmd.Stderr = w, w // one stream, interleaved as written
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr.Setpgid = true
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
@@ -290,14 +331,14 @@ func copyOutput(ring *ringWriter, output io.Reader) {
 	}
 }
 
-// terminate sends SIGTERM to the process group, then SIGKILL after grace
+// terminate sends SIGTERM to the job's processes, then SIGKILL after grace
 // unless done closes first.
-func terminate(pid int, grace time.Duration, done <-chan struct{}) {
-	syscall.Kill(-pid, syscall.SIGTERM)
+func terminate(j Job, grace time.Duration, done <-chan struct{}) {
+	j.signal(syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(grace):
-		syscall.Kill(-pid, syscall.SIGKILL)
+		j.signal(syscall.SIGKILL)
 	}
 }
 

@@ -31,6 +31,7 @@ func (o StatusOutput) Table() table.Table {
 		{Name: "took", Value: j.took()},
 		{Name: "exit", Value: j.exit()},
 		{Name: "output", Value: table.Bytes(int64(j.BytesEmitted))},
+		{Name: "containment", Value: j.Containment},
 	}}
 	if j.Error != "" {
 		t.Summary = append(t.Summary, table.Field{Name: "error", Value: j.Error})

@@ -49,6 +49,7 @@ var layerNames = map[layer]string{foundation: "foundation", domain: "domain", fa
 var layers = map[string]layer{
 	"pkg/buildinfo":                   foundation,
 	"pkg/cappedlog":                   foundation,
+	"pkg/cgroup":                      foundation,
 	"pkg/config":                      foundation,
 	"pkg/confine":                     foundation,
 	"pkg/duration":                    foundation,

@@ -38,24 +38,33 @@ var (
 	kSettings = []byte("settings")
 )
 
-// decodeMeta checks a queue.meta value by its key: the counters are 8-byte
-// numbers, the settings a JSON object.
-func decodeMeta(k, v []byte) ([]byte, error) {
+// meta is one queue.meta record as stored, and the settings decoded from
+// it when it holds them.
+type meta struct {
+	raw      []byte
+	settings Settings
+}
+
+// decodeMeta reads a queue.meta value by its key: the counters are 8-byte
+// numbers, the settings a JSON object (a setting it lacks, written before
+// the setting existed, has its default).
+func decodeMeta(k, v []byte) (meta, error) {
+	m := meta{raw: v}
 	switch string(k) {
 	case string(kPending), string(kConsumed):
 		if len(v) != 8 {
-			return nil, fmt.Errorf("counter is %d bytes, not 8", len(v))
+			return meta{}, fmt.Errorf("counter is %d bytes, not 8", len(v))
 		}
 	case string(kSettings):
-		var s Settings
-		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, err
+		m.settings = defaultSettings()
+		if err := json.Unmarshal(v, &m.settings); err != nil {
+			return meta{}, err
 		}
 	}
-	return v, nil
+	return m, nil
 }
 
-func encodeMeta(v []byte) ([]byte, error) { return v, nil }
+func encodeMeta(m meta) ([]byte, error) { return m.raw, nil }
 
 // orderStep spaces the sort keys of appended instructions.
 const orderStep = 1 << 20
@@ -103,7 +112,7 @@ func (t *tx) counter(key []byte) int {
 	if !ok {
 		return 0
 	}
-	return int(binary.BigEndian.Uint64(v))
+	return int(binary.BigEndian.Uint64(v.raw))
 }
 
 func (t *tx) addCounter(key []byte, delta int) error {
@@ -111,15 +120,14 @@ func (t *tx) addCounter(key []byte, delta int) error {
 }
 
 func (t *tx) settings() Settings {
-	s := t.seed
-	v, ok, err := metaBucket.Get(t.Tx, kSettings)
+	m, ok, err := metaBucket.Get(t.Tx, kSettings)
 	if err != nil {
 		t.fail(err)
 	}
-	if ok {
-		json.Unmarshal(v, &s) // decodeMeta checked it
+	if !ok {
+		return t.seed
 	}
-	return s
+	return m.settings
 }
 
 func (t *tx) hasSettings() bool {

@@ -53,8 +53,8 @@ func rebuildIndexes(btx *bolt.Tx) error {
 			return err
 		}
 	}
-	if err := metaBucket.Put(btx, kPending, u64(uint64(len(pending)))); err != nil {
+	if err := metaBucket.Put(btx, kPending, meta{raw: u64(uint64(len(pending)))}); err != nil {
 		return err
 	}
-	return metaBucket.Put(btx, kConsumed, u64(uint64(len(consumed))))
+	return metaBucket.Put(btx, kConsumed, meta{raw: u64(uint64(len(consumed)))})
 }

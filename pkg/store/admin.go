@@ -79,6 +79,11 @@ func (s *Store) Check(ctx context.Context) ([]string, error) {
 
 // problems lists what is wrong with the store, marking nothing.
 func (s *Store) problems(ctx context.Context) ([]string, error) {
+	return s.problemsIn(func(fn func(*bolt.Tx) error) error { return s.View(ctx, fn) })
+}
+
+// problemsIn is problems, reading the store through view.
+func (s *Store) problemsIn(view func(func(*bolt.Tx) error) error) ([]string, error) {
 	var problems []string
 	report := func(err error) {
 		if len(problems) < maxProblems {
@@ -87,7 +92,7 @@ func (s *Store) problems(ctx context.Context) ([]string, error) {
 			problems = append(problems, "more problems not listed")
 		}
 	}
-	err := s.View(ctx, func(tx *bolt.Tx) error {
+	err := view(func(tx *bolt.Tx) error {
 		s.inspect(tx, report)
 		return nil
 	})

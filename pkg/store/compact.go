@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -33,29 +32,42 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 	if err != nil {
 		return CompactReport{}, err
 	}
-	if problems, err := s.problems(ctx); err != nil {
-		return CompactReport{}, err
-	} else if len(problems) > 0 {
-		return CompactReport{}, s.damaged(true, problems[0])
-	}
-	mu := s.processMutex()
-	mu.Lock()
-	defer mu.Unlock()
-	lock, err := acquire(ctx, s.LockPath(), true, s.LockTimeout)
-	if errors.Is(err, ErrLocked) {
-		return CompactReport{}, &LockedError{Path: s.Path, Waited: s.LockTimeout}
-	}
+	err = s.locked(ctx, true, func(lock *fileLock) error {
+		// Checked under the lock the copy holds: no write lands between.
+		problems, err := s.problemsIn(func(fn func(*bolt.Tx) error) error { return s.viewHeld(ctx, lock, fn) })
+		if err != nil {
+			return err
+		}
+		if len(problems) > 0 {
+			return s.damaged(true, problems[0])
+		}
+		if err := s.compactHeld(); err != nil {
+			return err
+		}
+		// Watchers re-read: the file is another one now (and its
+		// identity changed, so pages following it reload their state).
+		lock.notify()
+		return nil
+	})
 	if err != nil {
 		return CompactReport{}, err
 	}
-	defer lock.release()
+	after, err := os.Stat(s.Path)
+	if err != nil {
+		return CompactReport{}, err
+	}
+	return CompactReport{BytesBefore: before.Size(), BytesAfter: after.Size()}, nil
+}
 
+// compactHeld copies the store into a fresh file and renames it into place,
+// under the exclusive lock its caller holds.
+func (s *Store) compactHeld() error {
 	src, err := bolt.Open(s.Path, 0o600, &bolt.Options{ReadOnly: true, Timeout: s.LockTimeout})
 	if err != nil {
-		return CompactReport{}, fmt.Errorf("open store %s: %w", s.Path, err)
+		return fmt.Errorf("open store %s: %w", s.Path, err)
 	}
 	defer src.Close()
-	err = writeNew(s.Path, true, func(f *os.File) error {
+	return writeNew(s.Path, true, func(f *os.File) error {
 		// bolt.Open wants a path; the temporary file is reopened by name
 		// and synced by writeNew after the copy.
 		dst, err := bolt.Open(f.Name(), 0o600, &bolt.Options{Timeout: s.LockTimeout})
@@ -71,15 +83,4 @@ func (s *Store) Compact(ctx context.Context) (CompactReport, error) {
 		}
 		return dst.Close()
 	})
-	if err != nil {
-		return CompactReport{}, err
-	}
-	after, err := os.Stat(s.Path)
-	if err != nil {
-		return CompactReport{}, err
-	}
-	// Watchers re-read: the file is another one now (and its identity
-	// changed, so pages following it reload their state).
-	lock.notify()
-	return CompactReport{BytesBefore: before.Size(), BytesAfter: after.Size()}, nil
 }

@@ -80,7 +80,12 @@ func (s *Store) markDamaged(reason string) {
 }
 
 // clearDamaged removes the mark after the store checked sound or was replaced.
+// Read-only media refuse even the removal of a file that is not there, so
+// an absent mark is looked for first.
 func (s *Store) clearDamaged() error {
+	if !exists(s.damagePath()) {
+		return nil
+	}
 	err := os.Remove(s.damagePath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil

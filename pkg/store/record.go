@@ -134,11 +134,20 @@ func (b *Bucket[T]) create(tx *bolt.Tx) (*bolt.Bucket, error) {
 	return bk, nil
 }
 
+// CheckKey checks an entry's key alone, for a caller that never reads the
+// record (one deleting it).
+func (b *Bucket[T]) CheckKey(k []byte) error {
+	if err := b.key(k); err != nil {
+		return b.corrupt(k, err)
+	}
+	return nil
+}
+
 // Decode reads one entry met through a cursor of the bucket.
 func (b *Bucket[T]) Decode(k, v []byte) (T, error) {
 	var zero T
-	if err := b.key(k); err != nil {
-		return zero, b.corrupt(k, err)
+	if err := b.CheckKey(k); err != nil {
+		return zero, err
 	}
 	if v == nil {
 		return zero, b.corrupt(k, errors.New("a nested bucket where a record belongs"))

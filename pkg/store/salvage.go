@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -158,42 +157,31 @@ func (s *Store) Restore(ctx context.Context, from string) (string, error) {
 	if err := s.checkKind(); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
-		return "", fmt.Errorf("create store directory: %w", err)
-	}
-	mu := s.processMutex()
-	mu.Lock()
-	defer mu.Unlock()
-	lock, err := acquire(ctx, s.LockPath(), true, s.LockTimeout)
-	if errors.Is(err, ErrLocked) {
-		return "", &LockedError{Path: s.Path, Waited: s.LockTimeout}
-	}
-	if err != nil {
-		return "", err
-	}
-	defer lock.release()
-
 	in, err := os.Open(from)
 	if err != nil {
 		return "", err
 	}
 	defer in.Close()
 	kept := ""
-	if _, err := os.Stat(s.Path); err == nil {
-		kept = fmt.Sprintf("%s.replaced-%s", s.Path, time.Now().UTC().Format("20060102T150405.000000000Z"))
-		if err := os.Link(s.Path, kept); err != nil {
-			return "", fmt.Errorf("keep the replaced store: %w", err)
+	err = s.locked(ctx, true, func(lock *fileLock) error {
+		if _, err := os.Stat(s.Path); err == nil {
+			name := fmt.Sprintf("%s.replaced-%s", s.Path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+			if err := os.Link(s.Path, name); err != nil {
+				return fmt.Errorf("keep the replaced store: %w", err)
+			}
+			kept = name
 		}
-	}
-	if err := writeNew(s.Path, true, func(f *os.File) error {
-		_, err := io.Copy(f, in)
-		return err
-	}); err != nil {
-		return "", err
-	}
-	if err := s.clearDamaged(); err != nil {
-		return kept, err
-	}
-	lock.notify()
-	return kept, nil
+		if err := writeNew(s.Path, true, func(f *os.File) error {
+			_, err := io.Copy(f, in)
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := s.clearDamaged(); err != nil {
+			return err
+		}
+		lock.notify()
+		return nil
+	})
+	return kept, err
 }

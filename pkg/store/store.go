@@ -151,24 +151,41 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	if err := s.checkKind(); err != nil {
 		return err
 	}
+	return s.locked(ctx, write, func(lock *fileLock) error { return s.transact(ctx, write, lock, fn) })
+}
+
+// viewHeld is a read transaction under a lock that fn's caller holds, a
+// panic or memory fault contained as in every transaction.
+func (s *Store) viewHeld(ctx context.Context, lock *fileLock, fn func(*bolt.Tx) error) (err error) {
+	defer s.contain(&err, false)
+	defer faultsPanic()()
+	return s.transact(ctx, false, lock, fn)
+}
+
+// locked runs fn holding the store's lock: shared for readers, exclusive
+// for writers (whose store directory it creates first).
+func (s *Store) locked(ctx context.Context, exclusive bool, fn func(*fileLock) error) error {
 	mu := s.processMutex()
 	mu.Lock()
 	defer mu.Unlock()
-
-	if write {
+	if exclusive {
 		if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
 			return fmt.Errorf("create store directory: %w", err)
 		}
 	}
-	lock, err := acquire(ctx, s.LockPath(), write, s.LockTimeout)
+	lock, err := acquire(ctx, s.LockPath(), exclusive, s.LockTimeout)
+	if errors.Is(err, ErrLocked) {
+		return &LockedError{Path: s.Path, Waited: s.LockTimeout}
+	}
 	if err != nil {
-		if errors.Is(err, ErrLocked) {
-			return &LockedError{Path: s.Path, Waited: s.LockTimeout}
-		}
 		return err
 	}
 	defer lock.release()
+	return fn(lock)
+}
 
+// transact opens the database under lock and runs fn in one transaction.
+func (s *Store) transact(ctx context.Context, write bool, lock *fileLock, fn func(*bolt.Tx) error) error {
 	size, err := s.checkFile(write)
 	if err != nil {
 		return err

@@ -64,11 +64,19 @@ func (s *Store) hub() (*hub, error) {
 	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
+	h := &hub{subs: map[chan struct{}]struct{}{}}
 	f, err := os.OpenFile(s.LockPath(), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	switch {
+	case err == nil:
+		f.Close()
+	case !isUnwritable(err):
 		return nil, fmt.Errorf("open store lock: %w", err)
+	case !exists(s.LockPath()):
+		// Read-only media without a lock file: no writer can exist (each
+		// takes that lock first), so nothing will ever change.
+		watchers[s.Path] = h
+		return h, nil
 	}
-	f.Close()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("watch store: %w", err)
@@ -77,10 +85,15 @@ func (s *Store) hub() (*hub, error) {
 		w.Close()
 		return nil, fmt.Errorf("watch store %s: %w", s.LockPath(), err)
 	}
-	h := &hub{subs: map[chan struct{}]struct{}{}, w: w}
+	h.w = w
 	go h.loop()
 	watchers[s.Path] = h
 	return h, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }
 
 func (h *hub) loop() {

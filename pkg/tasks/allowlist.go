@@ -214,9 +214,13 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
-// Within reports whether path (after resolving symlinks) is root or below
-// it.
-func Within(path, root string) bool { return within(canonical(path), canonical(root)) }
+// insideOf returns a test of whether a path (after resolving symlinks) is
+// root or below it. Root's own links are resolved once, here, however many
+// paths are tested.
+func insideOf(root string) func(path string) bool {
+	real := canonical(root)
+	return func(path string) bool { return within(canonical(path), real) }
+}
 
 // Append adds an entry to the allowlist file at path as a new [[entries]]
 // table after the file's own text, so its comments and layout stay as the

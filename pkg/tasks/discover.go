@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
@@ -47,16 +48,19 @@ func discover(dir string, beneath bool) (tasks []Task, problems []string, err er
 		}
 		defer project.root.Close()
 	}
-	inside := func(path string) bool { return !beneath || Within(path, dir) }
+	inside := func(string) bool { return true }
+	if beneath {
+		inside = insideOf(dir)
+	}
 	for _, find := range finders {
 		more, err := find(project)
-		var fe *fileError
-		switch {
-		case err == nil:
-		case errors.As(err, &fe) && !inside(fe.path):
-			problems = append(problems, fe.path+": outside the project, not read")
-		default:
-			problems = append(problems, err.Error())
+		for _, err := range unjoin(err) {
+			var fe *fileError
+			if errors.As(err, &fe) && !inside(fe.path) {
+				problems = append(problems, fe.path+": outside the project, not read")
+			} else {
+				problems = append(problems, err.Error())
+			}
 		}
 		for _, t := range more {
 			// A key "" names nothing a runner can run, and one starting
@@ -199,6 +203,20 @@ func (f files) readDir(path string) ([]fs.DirEntry, error) {
 	return f.root.ReadDir(rel)
 }
 
+// listIfExists lists a directory, nothing when it does not exist; one that
+// exists but cannot be read is an error naming it.
+func (f files) listIfExists(path string) ([]fs.DirEntry, error) {
+	entries, err := f.readDir(path)
+	var errno syscall.Errno
+	switch {
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		return entries, nil
+	case errors.As(err, &errno):
+		return entries, &fileError{path, errno}
+	}
+	return entries, &fileError{path, err}
+}
+
 // readIfExists returns a file's content, or nil when it does not exist.
 func (f files) readIfExists(path string) ([]byte, bool, error) {
 	data, err := f.readFile(path)
@@ -232,3 +250,14 @@ func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
 func (e *fileError) Unwrap() error { return e.err }
 
 func parseErr(path string, err error) error { return &fileError{path, err} }
+
+// unjoin is the errors that errors.Join made err of: none for nil.
+func unjoin(err error) []error {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		return joined.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}

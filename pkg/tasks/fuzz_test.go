@@ -56,7 +56,7 @@ func FuzzFinders(f *testing.F) {
 			if task.SourceName == "" || len(task.Argv) == 0 || task.Argv[0] == "" {
 				t.Fatalf("%s gave an unrunnable task %+v", name, task)
 			}
-			if !Within(task.FilePath, dir) {
+			if !insideOf(dir)(task.FilePath) {
 				t.Fatalf("%s gave a task defined outside the project: %+v", name, task)
 			}
 		}

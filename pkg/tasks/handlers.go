@@ -161,14 +161,17 @@ func (r RunOutput) ExitCode() int { return r.Status }
 // Run runs a task attached to the caller's streams: running a task for a
 // person in the foreground means giving it the terminal.
 func Run(_ context.Context, env *op.Env, in RunInput) (RunOutput, error) {
-	t, err := Find(in.Dir, in.Name)
+	dir, err := projectDir(in.Dir)
+	if err != nil {
+		return RunOutput{}, err
+	}
+	t, err := find(dir, in.Name, false)
 	if err != nil {
 		return RunOutput{}, err
 	}
 	if err := PersonMayRun(env.Home, t); err != nil {
 		return RunOutput{}, err
 	}
-	dir, _ := projectDir(in.Dir)
 	argv := t.WithArgs(in.Args)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Env = dir, op.ChildEnv(env.Environ)

@@ -260,8 +260,9 @@ func decodeMiseTasks(dir string, out []byte) ([]Task, error) {
 		return nil, err
 	}
 	var tasks []Task
+	inside := insideOf(dir)
 	for _, t := range listed {
-		if t.Source == "" || !Within(t.Source, dir) {
+		if t.Source == "" || !inside(t.Source) {
 			continue
 		}
 		tasks = append(tasks, newTask("mise", t.Name, t.Source, t.Description, "mise", "run", t.Name))

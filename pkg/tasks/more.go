@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -96,8 +97,12 @@ func findMise(f files) ([]Task, error) {
 			add(newTask("mise", task, path, describe(cfg.Tasks[task]), "mise", "run", task))
 		}
 	}
+	var unreadable []error
 	for _, sub := range miseTaskDirs {
-		entries, _ := f.readDir(filepath.Join(dir, sub))
+		entries, err := f.listIfExists(filepath.Join(dir, sub))
+		if err != nil {
+			unreadable = append(unreadable, err)
+		}
 		for _, e := range entries {
 			info, err := e.Info()
 			if err != nil || !info.Mode().IsRegular() || info.Mode()&0o111 == 0 {
@@ -107,7 +112,7 @@ func findMise(f files) ([]Task, error) {
 			add(newTask("mise", e.Name(), path, fileTaskDescription(f, path), "mise", "run", e.Name()))
 		}
 	}
-	return tasks, nil
+	return tasks, errors.Join(unreadable...)
 }
 
 func fileTaskDescription(f files, path string) string {

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -116,8 +117,12 @@ func mappingPairs(n *yaml.Node) func(func(string, *yaml.Node) bool) {
 func findActions(f files) ([]Task, error) {
 	dir := f.dir
 	var tasks []Task
+	var unreadable []error
 	for _, sub := range []string{".github/workflows", "workflows", "custom/workflows", ".gitlab/workflows"} {
-		entries, _ := f.readDir(filepath.Join(dir, sub))
+		entries, err := f.listIfExists(filepath.Join(dir, sub))
+		if err != nil {
+			unreadable = append(unreadable, err)
+		}
 		for _, e := range entries {
 			ext := filepath.Ext(e.Name())
 			if e.IsDir() || (ext != ".yml" && ext != ".yaml") {
@@ -134,7 +139,7 @@ func findActions(f files) ([]Task, error) {
 			tasks = append(tasks, newTask("act", strings.TrimSuffix(e.Name(), ext), path, wf.Name, "act", "-W", rel))
 		}
 	}
-	return tasks, nil
+	return tasks, errors.Join(unreadable...)
 }
 
 // findCompose reads the first Docker Compose file: up, down and one run
