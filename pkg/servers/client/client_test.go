@@ -5,13 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,36 +40,7 @@ func newEnv(t *testing.T, commandLine bool) *op.Env {
 // returns a function that kills it.
 func httpServer(t *testing.T, bin string, port int) (stop func()) {
 	t.Helper()
-	return serveEverything(t, bin, "streamableHttp", port)
-}
-
-// serveEverything runs server-everything over HTTP in a transport mode
-// (streamableHttp or sse) on port.
-func serveEverything(t *testing.T, bin, mode string, port int) (stop func()) {
-	t.Helper()
-	cmd := exec.Command(bin, mode)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			cmd.Wait()
-		})
-	}
-	t.Cleanup(stop)
-	for i := 0; i < 200; i++ { // up to 10 s for node to listen
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return stop
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("server-everything did not listen on port %d", port)
-	return nil
+	return npmtest.Serve(t, bin, "streamableHttp", port)
 }
 
 // call runs an operation by tool name with a JSON input.
@@ -246,7 +214,7 @@ func TestGivesUpAndHeartbeatFindsADeadServer(t *testing.T) {
 func TestADroppedSSEStreamEndsTheWait(t *testing.T) {
 	bin := everything(t)
 	port := testkit.FreePort(t)
-	stop := serveEverything(t, bin, "sse", port)
+	stop := npmtest.Serve(t, bin, "sse", port)
 	status := &testkit.Buffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -389,27 +387,8 @@ func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *test
 // here, past the test's deadline).
 func TestADroppedSSEStreamEndsTheSession(t *testing.T) {
 	everything := npmtest.Skip(t, "mcp-server-everything")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command(everything, "sse")
-	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill := func() { syscall.Kill(-srv.Process.Pid, syscall.SIGKILL); srv.Wait() }
-	t.Cleanup(kill)
-	for i := 0; i < 200; i++ { // up to 10 s for node to listen
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	port := testkit.FreePort(t)
+	kill := npmtest.Serve(t, everything, "sse", port)
 	h, url := startHub(t, fmt.Sprintf(`{"mcpServers": {"remote": {"url": "http://127.0.0.1:%d/sse", "transport": "sse",
 		"auto_start": true, "timeout": 60, "health_check_interval": 60, "restart_on_failure": false}}}`, port))
 	settled(t, h, "remote")
