@@ -38,6 +38,9 @@ func (a *app) gatewayCommand() *ucli.Command {
 			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
 			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
 			allowFlag(),
+			&ucli.StringSliceFlag{Name: "allow-origin", Local: true,
+				Usage: "let pages of `ORIGIN` (scheme://host[:port], repeatable) call the gateway from a browser, with CORS; " +
+					"they still need a token, and an EventSource a ticket from POST /api/tickets (also [gateway] allow_origins)"},
 		}
 	}
 	return &ucli.Command{
@@ -47,7 +50,9 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"the person's token (open it once; the page keeps the token). " +
 			"The page is at /, the API at /api (described at /docs and /openapi.json), live events at /api/events, " +
 			"MCP at /mcp (streamable HTTP) and /mcp/sse (legacy HTTP+SSE).\n\n" +
-			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names. " +
+			"It listens on " + gateway.DefaultAddr + " by default and rejects requests from other origins and to other host names; " +
+			"--allow-origin names origins whose pages may call it from a browser (CORS), trading their token for a single-use ticket " +
+			"(POST /api/tickets) to open an EventSource on /sse or /api/events with ?ticket=. " +
 			"Every request but the page's files needs \"Authorization: Bearer TOKEN\": the person's token ($LM_HOME/gateway.token, " +
 			"made on the first start; or LM_API_TOKEN, or --token-file), or an agent's ('lm gateway token add NAME'), which names the " +
 			"agent. --no-token is for loopback only.\n\n" +
@@ -183,7 +188,11 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Resources: a.catalog.Resources, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log,
+	origins, err := allowedOrigins(cmd, env.Home)
+	if err != nil {
+		return fail(err)
+	}
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Resources: a.catalog.Resources, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
@@ -260,6 +269,22 @@ func logLevel(name string) (slog.Level, error) {
 	return level, nil
 }
 
+// allowedOrigins are the other origins whose pages may call the gateway:
+// [gateway] allow_origins in config.toml and --allow-origin, each checked.
+func allowedOrigins(cmd *ucli.Command, home string) ([]string, error) {
+	settings, err := gatewayd.LoadSettings(home)
+	if err != nil {
+		return nil, op.Errorf(op.KindInvalid, "%w", err)
+	}
+	origins := append(settings.AllowOrigins, cmd.StringSlice("allow-origin")...)
+	for i, o := range origins {
+		if origins[i], err = gateway.ParseOrigin(o); err != nil {
+			return nil, err
+		}
+	}
+	return origins, nil
+}
+
 // serveArgs repeats the serving flags for the background process.
 func serveArgs(cmd *ucli.Command) ([]string, error) {
 	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
@@ -279,6 +304,9 @@ func serveArgs(cmd *ucli.Command) ([]string, error) {
 	}
 	for _, g := range commaList(cmd.StringSlice("allow")) {
 		args = append(args, "--allow", g)
+	}
+	for _, o := range cmd.StringSlice("allow-origin") {
+		args = append(args, "--allow-origin", o)
 	}
 	if f := cmd.String("addr-file"); f != "" {
 		args = append(args, "--addr-file", f)
@@ -308,6 +336,9 @@ func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
 		return fail(err)
 	}
 	if _, err := logLevel(cmd.String("log-level")); err != nil {
+		return fail(err)
+	}
+	if _, err := allowedOrigins(cmd, files.Dir); err != nil {
 		return fail(err)
 	}
 	if !noToken && tok == "" {

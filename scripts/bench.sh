@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # make bench: run every scripts/bench/*.sh (each prints a Markdown section of
 # measurements taken against reference commands in the same run) and write
-# them, with the machine and date, to BENCHMARKS.md.
+# them, with the machine and date, to BENCHMARKS.md. Sections record the
+# figures a regression check follows in $LMBENCH_FIGURES; the last section
+# compares them with benchmarks.tsv, the figures of the committed
+# BENCHMARKS.md, says which got worse by more than noise (on stderr too),
+# and this run's figures become benchmarks.tsv beside the new BENCHMARKS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LM="$PWD/bin/lm"
 out=BENCHMARKS.md
+baseline=benchmarks.tsv
 tmp=$(mktemp)
+export LMBENCH_FIGURES=$(mktemp)
+lmbench=$(mktemp)
+trap 'rm -f "$LMBENCH_FIGURES" "$lmbench"' EXIT
+go build -o "$lmbench" ./cmd/lmbench
 {
   echo "# Benchmarks"
   echo
@@ -19,6 +28,8 @@ tmp=$(mktemp)
     bash "$b"
     echo
   done
+  "$lmbench" compare "$baseline" "$LMBENCH_FIGURES"
 } > "$tmp"
 mv "$tmp" "$out"
-echo "wrote $out" >&2
+cp "$LMBENCH_FIGURES" "$baseline"
+echo "wrote $out and $baseline" >&2

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -54,6 +54,12 @@ func main() {
 		err = mcpRoundTrip(os.Args[2])
 	case "hub":
 		err = hubBench(os.Args[2], os.Args[3])
+	case "hop":
+		err = hopBench(os.Args[2], os.Args[3])
+	case "agents":
+		err = agentsBench(os.Args[2])
+	case "compare":
+		err = compareFigures(os.Args[2], os.Args[3], os.Stdout, os.Stderr)
 	default:
 		err = fmt.Errorf("unknown benchmark %q", os.Args[1])
 	}
@@ -243,6 +249,8 @@ func wakeup(lm string) error {
 	fmt.Println("| p50 | p99 | max | target p99 |")
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| %s | %s | %s | ≤ 25 ms |\n", ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)))
+	// p99 of a few hundred wake-ups on a shared machine moves by a few ms.
+	recordFigure("wake-up across processes: p99, ms", msOf(percentile(lat, 0.99)), 5)
 	return nil
 }
 
@@ -435,6 +443,7 @@ func mcpRoundTrip(lm string) error {
 	fmt.Println("|---|---|---|---|")
 	fmt.Printf("| minimal mcp-go echo server (reference) | %.1f µs | 1.00 | |\n", float64(ref.Nanoseconds())/1000)
 	fmt.Printf("| `lm mcp`, tool `lm_version` | %.1f µs | %.2f | ≤ 1.3 |\n", float64(got.Nanoseconds())/1000, float64(got)/float64(ref))
+	recordFigure("stdio round trip: lm mcp / the mcp-go echo", float64(got)/float64(ref), 0.15)
 	return nil
 }
 
@@ -494,4 +503,23 @@ func (s *session) request(method, params string) (string, error) {
 func (s *session) close() {
 	s.in.Close()
 	s.cmd.Wait()
+}
+
+// recordFigure appends one figure to the file $LMBENCH_FIGURES names (when
+// it does): name, value and noise, tab-separated. scripts/bench.sh compares
+// them with the figures of the committed BENCHMARKS.md (see compareFigures).
+// A larger value is worse; noise is how much larger it may get on the same
+// machine without anything having changed.
+func recordFigure(name string, value, noise float64) {
+	path := os.Getenv("LMBENCH_FIGURES")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "lmbench: recording %s: %v\n", name, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s\t%g\t%g\n", name, value, noise)
 }

@@ -39,9 +39,10 @@ func (rt route) notInBody(o op.Operation) []string {
 }
 
 // apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
-// reordering the pending queue; and the MCP client behind the page's Ask
-// view, which reaches configured servers (or URLs) only: a stdio command is
-// refused off the command line.
+// reordering the pending queue; the servers' configuration the page's Servers
+// view changes (person-only operations, which refuse agents' tokens); and the
+// MCP client behind the page's Ask view, which reaches configured servers (or
+// URLs) only: a stdio command is refused off the command line.
 var apiRoutes = []route{
 	{method: "GET", path: "/api/status", tool: "queue_status", summary: "Server, agent, queue and settings summary", status: 200},
 	{method: "GET", path: "/api/instructions", tool: "queue_list", summary: "Instructions in queue order (?status=pending|consumed|all)", status: 200},
@@ -54,6 +55,9 @@ var apiRoutes = []route{
 	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
 	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true},
 	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
+	{method: "POST", path: "/api/servers", tool: "servers_add", summary: "Add a server, as lm servers add does (the person's token only)", status: 201, body: true},
+	{method: "POST", path: "/api/servers/install", tool: "servers_install", summary: "Install a server from npm and add it, as lm servers install does (the person's token only)", status: 201, body: true},
+	{method: "DELETE", path: "/api/servers/{name}", tool: "servers_rm", summary: "Remove a server from the configuration; the gateway stops it (the person's token only)", status: 200},
 	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
 	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},
 	{method: "POST", path: "/api/call", tool: "servers_call", summary: "Run a tool call the person approved, recorded as approved (the person's token only)", status: 200, body: true, person: true},

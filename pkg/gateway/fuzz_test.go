@@ -147,19 +147,24 @@ func FuzzRequestInput(f *testing.F) {
 // FuzzSameOrigin checks the DNS-rebinding and cross-site defence on a
 // loopback listener: a request passes only with a loopback Host (localhost
 // or a loopback IP, with or without a port) and, if it has an Origin, one
-// naming an http(s) origin on that same host; a request without an Origin,
-// or with the Origin a browser sends for the gateway's own page, passes
-// whenever its Host is loopback. A refusal is a 403 with the error envelope.
+// naming an http(s) origin on that same host or exactly the one origin the
+// person allowed, which alone gets an Access-Control-Allow-Origin; a request
+// without an Origin, with the Origin a browser sends for the gateway's own
+// page, or with the allowed one, passes whenever its Host is loopback. A
+// refusal is a 403 with the error envelope.
 func FuzzSameOrigin(f *testing.F) {
+	const allowed = "http://localhost:5173" // the one other origin the person allows
 	for _, seed := range [][2]string{
 		{"127.0.0.1:7437", ""}, {"127.0.0.1:7437", "http://127.0.0.1:7437"}, {"localhost:7437", "http://LOCALHOST:7437"},
 		{"[::1]:7437", "https://[::1]:7437"}, {"evil.example:7437", ""}, {"127.0.0.1:7437", "http://evil.example"},
 		{"127.0.0.1.nip.io:7437", ""}, {"127.0.0.1:7437", "null"}, {"127.0.0.1", "http://127.0.0.1"},
 		{"127.0.0.1:7437", "http://127.0.0.1:7437@evil.example"}, {"localhost.:7437", ""}, {"[::ffff:127.0.0.1]:1", ""},
+		{"127.0.0.1:7437", allowed}, {"evil.example:7437", allowed}, {"127.0.0.1:7437", "http://localhost:51730"}, {"127.0.0.1:7437", "HTTP://localhost:5173"},
 	} {
 		f.Add(seed[0], seed[1])
 	}
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7437}
+	s := &Server{origins: map[string]bool{allowed: true}}
 	f.Fuzz(func(t *testing.T, host, origin string) {
 		r := httptest.NewRequest("GET", "/api/status", nil)
 		r.Host = host
@@ -169,13 +174,16 @@ func FuzzSameOrigin(f *testing.F) {
 		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(local)))
 		passed := false
 		w := httptest.NewRecorder()
-		sameOrigin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true })).ServeHTTP(w, r)
+		s.sameOrigin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true })).ServeHTTP(w, r)
 
 		if passed {
 			if !loopbackHost(host) {
 				t.Fatalf("Host %q passed but is not loopback", host)
 			}
-			if origin != "" {
+			if acao := w.Header().Get("Access-Control-Allow-Origin"); acao != "" && (origin != allowed || acao != allowed) {
+				t.Fatalf("Origin %q was allowed as %q", origin, acao)
+			}
+			if origin != "" && origin != allowed {
 				u, err := url.Parse(origin)
 				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, host) {
 					t.Fatalf("Origin %q passed on Host %q", origin, host)
@@ -189,7 +197,7 @@ func FuzzSameOrigin(f *testing.F) {
 				browserOrigin = true
 			}
 		}
-		if loopbackHost(host) && (origin == "" || browserOrigin) {
+		if loopbackHost(host) && (origin == "" || browserOrigin || origin == allowed) {
 			t.Fatalf("Host %q, Origin %q was refused", host, origin)
 		}
 		var body struct {

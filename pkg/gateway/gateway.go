@@ -79,6 +79,9 @@ type Options struct {
 	KeepAlive time.Duration
 	// Log receives one line per request and the lifecycle messages.
 	Log *slog.Logger
+	// AllowOrigins are the origins of pages elsewhere (scheme://host[:port])
+	// that may call the gateway from a browser, with CORS; none by default.
+	AllowOrigins []string
 }
 
 // Server is a configured gateway.
@@ -91,6 +94,8 @@ type Server struct {
 	enhance  *enhance.Enhancer
 	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
 	handler  http.Handler
+	origins  map[string]bool // the other origins whose pages may call, as browsers send them
+	tickets  *tickets        // single-use passes to an event stream, for clients that cannot send a token
 	// calls are spec 002 calls running for their streams. They write to
 	// the store (the call history) even once cancelled, so Serve waits for
 	// them before it returns.
@@ -119,7 +124,15 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.Token = tok
 	}
-	s := &Server{opts: opts, verifier: token.NewVerifier(opts.Env.Home, opts.Token), ops: map[string]op.Operation{}}
+	s := &Server{opts: opts, verifier: token.NewVerifier(opts.Env.Home, opts.Token), ops: map[string]op.Operation{},
+		origins: map[string]bool{}, tickets: newTickets()}
+	for _, o := range opts.AllowOrigins {
+		origin, err := ParseOrigin(o)
+		if err != nil {
+			return nil, err
+		}
+		s.origins[origin] = true
+	}
 	for _, o := range opts.Ops {
 		s.ops[o.Info().Name] = o
 	}
@@ -172,6 +185,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
 	}
 	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
+	mux.Handle("POST /api/tickets", page(http.HandlerFunc(s.issueTicket)))
 	s.askThreadRoutes(mux, page)
 	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
@@ -180,7 +194,9 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	s.mcp = s.opts.Sessions.Server(m, server.WithHeartbeatInterval(s.opts.KeepAlive))
 	legacy := server.NewSSEServer(m, server.WithStaticBasePath("/mcp"), server.WithKeepAlive(true),
 		server.WithKeepAliveInterval(s.opts.KeepAlive))
-	mux.Handle("/mcp", agents(s.mcp))
+	// Calls of the servers' tools cross as bytes; everything else reaches
+	// the transport, whose unknown resources answer resource-not-found.
+	mux.Handle("/mcp", agents(s.servers.Passthrough(s.opts.Sessions, mcpx.ResourceErrors(s.mcp))))
 	mux.Handle("GET /mcp/sse", agents(legacy.SSEHandler()))
 	mux.Handle("POST /mcp/message", agents(legacy.MessageHandler()))
 	hub := s.servers.Handler(s.opts.Sessions)
@@ -197,7 +213,7 @@ func (s *Server) routes(m *server.MCPServer) http.Handler {
 	mux.Handle("POST /ollama/enhance", page(s.enhance.Handler()))
 
 	mux.Handle("/", webHandler())
-	return s.logged(s.recovered(sameOrigin(jsonBodies(limitBody(mux)))))
+	return s.logged(s.recovered(s.sameOrigin(jsonBodies(limitBody(mux)))))
 }
 
 // Serve answers requests on ln until ctx ends, then shuts down gracefully:

@@ -19,9 +19,13 @@ import (
 // same-origin; so a request must name the gateway by an address (a loopback
 // one on a loopback listener) or as localhost, never by a domain name, and
 // a request that carries an Origin (every cross-origin fetch and every form
-// post does) must come from the gateway's own origin.
-func sameOrigin(next http.Handler) http.Handler {
+// post does) must come from the gateway's own origin or one the person
+// allowed, which gets CORS (see crossOrigin).
+func (s *Server) sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Whether a browser may read an answer depends on the Origin it
+		// was asked from: caches must keep them apart.
+		w.Header().Add("Vary", "Origin")
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		if local != nil && !hostAllowed(r.Host, local.String()) {
 			writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "host %q is not this gateway's", r.Host).
@@ -29,12 +33,17 @@ func sameOrigin(next http.Handler) http.Handler {
 				WithHint("address the gateway by its IP address or as localhost (http://%s); a domain name could be rebound to it by any web page", local))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !originMatches(origin, r.Host) {
+		origin := r.Header.Get("Origin")
+		switch {
+		case origin == "" || originMatches(origin, r.Host):
+			next.ServeHTTP(w, r)
+		case s.origins[origin]:
+			crossOrigin(w, r, origin, next)
+		default:
 			writeError(w, http.StatusForbidden, op.Errorf(op.KindDenied, "origin %q may not use this gateway", origin).
-				WithCategory("forbidden_origin").WithHint("only pages served by the gateway itself (http://%s) may call it", r.Host))
-			return
+				WithCategory("forbidden_origin").
+				WithHint("only pages served by the gateway itself (http://%s) may call it, and those of origins the person allows with 'lm gateway --allow-origin ORIGIN'", r.Host))
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 
@@ -107,18 +116,23 @@ const (
 )
 
 // identified establishes who is calling from the request's bearer token
-// and records it on the request's context for the operation to read. With
+// (or, opening an event stream without one, a ticket: see tickets) and
+// records it on the request's context for the operation to read. With
 // tokens on, a request without a token the gateway knows gets 401 before
 // anything runs.
 func (s *Server) identified(f face, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok, err := s.verifier.Identify(bearer(r.Header.Get("Authorization")))
+		tok := bearer(r.Header.Get("Authorization"))
+		ticketCaller, ticketed := s.takeTicket(r)
+		c, ok, err := s.verifier.Identify(tok)
 		switch {
 		case err != nil:
 			s.opts.Log.Error("reading the agent tokens", "err", err)
 			writeError(w, http.StatusInternalServerError, err)
 			return
 		case ok:
+		case ticketed && tok == "" && !s.opts.NoToken:
+			c = ticketCaller
 		case s.opts.NoToken && f == pageFace:
 			c = op.Caller{Role: op.RolePerson}
 		case s.opts.NoToken:
@@ -127,7 +141,8 @@ func (s *Server) identified(f face, next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="lm"`)
 			writeError(w, http.StatusUnauthorized, op.Errorf(op.KindDenied, "a valid bearer token is required").
 				WithCategory("unauthorized").
-				WithHint("send \"Authorization: Bearer TOKEN\" with the person's token (the URL 'lm gateway' prints carries it) or an agent's token ('lm gateway token add NAME')"))
+				WithHint("send \"Authorization: Bearer TOKEN\" with the person's token (the URL 'lm gateway' prints carries it) or an agent's token ('lm gateway token add NAME'); "+
+					"an event stream may instead take ?ticket= from POST /api/tickets, once, within %s", ticketTTL))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(op.WithCaller(r.Context(), c)))

@@ -53,6 +53,7 @@ func otherRoutes() []otherRoute {
 		{method: "GET", path: "/api/ask/thread/{session}", summary: "The Ask view's conversation for a page session: {turns, updated_at}", status: 200, out: thread},
 		{method: "PUT", path: "/api/ask/thread/{session}", summary: "Replace a page session's Ask conversation with {\"turns\": [objects]}; the oldest turns beyond 1 MiB are dropped (dropped counts them)", status: 200, out: thread},
 		{method: "DELETE", path: "/api/ask/thread/{session}", summary: "Clear a page session's Ask conversation", status: 204},
+		{method: "POST", path: "/api/tickets", summary: "Trade the bearer token for a ticket {ticket, expires_at}: a client that cannot send headers (a browser's EventSource) opens one event stream (/sse, /api/events, /servers/events) with ?ticket=, once, within 30 seconds, as the token's caller", status: 201},
 		{method: "GET", path: "/info", summary: "Spec 002: the server's name, version and endpoints", status: 200},
 		{method: "GET", path: "/tools", summary: "Spec 002: every tool the gateway serves, with its parameters' schema", status: 200},
 		{method: "GET", path: "/sse", summary: "Spec 002: a stream that opens with a connected event carrying the clientId, then tool_result events", status: 200, stream: true},

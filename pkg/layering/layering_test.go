@@ -47,6 +47,7 @@ var layerNames = map[layer]string{foundation: "foundation", domain: "domain", fa
 
 // layers places every package of the module (paths below the module).
 var layers = map[string]layer{
+	"pkg/agentload":                   foundation,
 	"pkg/buildinfo":                   foundation,
 	"pkg/cappedlog":                   foundation,
 	"pkg/cgroup":                      foundation,

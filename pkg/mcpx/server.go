@@ -114,6 +114,9 @@ func addResource(s *server.MCPServer, r op.Resource, base op.Env, roots *clientR
 			env.Roots = roots.of(ctx, base.Roots)
 		}
 		out, err := r.Read(ctx, &env, u)
+		if op.KindOf(err) == op.KindNotFound {
+			return nil, resourceNotFound{uri: req.Params.URI, err: err}
+		}
 		if err != nil {
 			return nil, err
 		}

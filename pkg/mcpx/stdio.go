@@ -27,8 +27,9 @@ const DrainGrace = 3 * time.Second
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, d *Deliveries) error {
 	t := &tracker{pending: map[string]bool{}, idle: make(chan struct{}, 1)}
 	stdio := server.NewStdioServer(s)
-	w := &responseWriter{w: out, t: t, d: d}
-	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t, out: w}, w)
+	reads := &resourceReads{}
+	w := &responseWriter{w: out, t: t, d: d, reads: reads}
+	err := stdio.Listen(ctx, &drainReader{r: bufio.NewReader(in), t: t, out: w, reads: reads}, w)
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -126,10 +127,11 @@ func (t *tracker) busy() bool {
 // than MaxMessageBytes, and a request before initialize where the protocol
 // requires one.
 type drainReader struct {
-	r   *bufio.Reader
-	t   *tracker
-	out *responseWriter
-	buf []byte
+	r     *bufio.Reader
+	t     *tracker
+	out   *responseWriter
+	reads *resourceReads
+	buf   []byte
 }
 
 func (d *drainReader) Read(p []byte) (int, error) {
@@ -144,6 +146,7 @@ func (d *drainReader) Read(p []byte) (int, error) {
 				d.out.Write(refusal(id, mcp.INVALID_REQUEST, why))
 			} else {
 				d.t.saw(msg, true)
+				d.reads.saw(msg)
 				d.buf = line
 			}
 		}
@@ -170,19 +173,24 @@ func (d *drainReader) drain() {
 	}
 }
 
-// responseWriter passes responses through, noting which requests they answer.
+// responseWriter passes responses through, noting which requests they
+// answer, and mends the answers to reads of resources that do not exist.
 type responseWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-	t  *tracker
-	d  *Deliveries
+	mu    sync.Mutex
+	w     io.Writer
+	t     *tracker
+	d     *Deliveries
+	reads *resourceReads
 }
 
 func (r *responseWriter) Write(p []byte) (int, error) {
 	r.mu.Lock()
-	n, err := r.w.Write(p)
+	_, err := r.w.Write(r.mendLines(p))
 	r.mu.Unlock()
-	if err == nil {
+	n := len(p) // what the server wrote, whatever mending made of it
+	if err != nil {
+		n = 0
+	} else {
 		r.d.written(p)
 	}
 	for _, line := range bytes.Split(p, []byte("\n")) {
@@ -191,4 +199,20 @@ func (r *responseWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// mendLines mends each line of p that answers a read of a resource that
+// does not exist.
+func (r *responseWriter) mendLines(p []byte) []byte {
+	lines := bytes.Split(p, []byte("\n"))
+	changed := false
+	for i, l := range lines {
+		if m := r.reads.answer(l); !bytes.Equal(m, l) {
+			lines[i], changed = m, true
+		}
+	}
+	if !changed {
+		return p
+	}
+	return bytes.Join(lines, []byte("\n"))
 }

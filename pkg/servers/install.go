@@ -175,6 +175,12 @@ func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput
 	if in.Name != "" && !NamePattern.MatchString(in.Name) {
 		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
 	}
+	// npm would read a leading dash as one of its own options (--prefix,
+	// --registry), not as the package.
+	if pkg := strings.TrimSpace(in.Package); pkg == "" || strings.HasPrefix(pkg, "-") {
+		return InstallOutput{}, op.Errorf(op.KindInvalid, "package %q is not a package npm can install", in.Package).
+			WithHint("name an npm package (name or name@version), a tarball or a directory (./dir)")
+	}
 	if in.AllowScripts && !env.Caller.Terminal {
 		return InstallOutput{}, op.Errorf(op.KindDenied, "install scripts run code from the package as you; only lm's command line may allow them").
 			WithHint("install without them, or run 'lm servers install --allow-scripts %s' on the command line", in.Package)

@@ -3,7 +3,10 @@ package hub
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -70,4 +73,41 @@ func referenceProxy(b *testing.B, command string) string {
 	srv := httptest.NewServer(server.NewStreamableHTTPServer(s, server.WithStateLess(true)))
 	b.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// BenchmarkPassthrough is a tools/call of a Go stdio child's echo from a
+// bare HTTP client, per server and aggregated: the passthrough's path, as
+// lmbench's hop section measures it against the peers.
+func BenchmarkPassthrough(b *testing.B) {
+	h, url := startHub(b, `{"mcpServers": {"plain": {`+childServer(b, "plain", nil)+`, "auto_start": true}}}`)
+	if s := settled(b, h, "plain"); s.State != servers.Running {
+		b.Fatalf("plain: %+v", s)
+	}
+	for _, path := range []struct{ name, endpoint, tool string }{
+		{"per-server", url + "/mcp/plain", "echo"},
+		{"aggregated", url + "/mcp", "plain__echo"},
+	} {
+		b.Run(path.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				n++
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"message":"m%d"}}}`, n, path.tool, n)
+				req, err := http.NewRequest(http.MethodPost, path.endpoint, strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || !strings.Contains(string(data), fmt.Sprintf("Echo: m%d", n)) {
+					b.Fatalf("%s: %v %s", path.tool, err, data)
+				}
+			}
+		})
+	}
 }

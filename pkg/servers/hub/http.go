@@ -130,7 +130,7 @@ func (h *Hub) answerStarted(w http.ResponseWriter, r *http.Request, c *child) {
 // endpoint is POST /mcp/{server}: the server's own MCP endpoint. An
 // auto-start server is started on first use.
 func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
-	handlers := map[*server.MCPServer]http.Handler{}
+	handlers := map[*server.MCPServer]*passthrough{}
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("server")
 		c := h.child(name)
@@ -150,7 +150,7 @@ func (h *Hub) endpoint(sessions mcpx.Sessions) http.HandlerFunc {
 		h.mu.Lock()
 		handler := handlers[c.own]
 		if handler == nil {
-			handler = sessions.Server(c.own)
+			handler = &passthrough{hub: h, sessions: sessions, next: sessions.Server(c.own), own: c}
 			handlers[c.own] = handler
 		}
 		h.mu.Unlock()

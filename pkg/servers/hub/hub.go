@@ -56,7 +56,8 @@ type Hub struct {
 	activity  *activityLog
 	progress  sync.Map // upstream progress token → func(params)
 	tokenSeq  atomic.Uint64
-	mirrorMu  sync.Mutex // serializes changes to /mcp's registrations
+	rawSeq    atomic.Uint64 // ids of the passthrough's requests to children
+	mirrorMu  sync.Mutex    // serializes changes to /mcp's registrations
 
 	reloadMu sync.Mutex // one reload at a time, from the API or the file watcher
 
@@ -299,8 +300,8 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		}
 		// A tool that ran and reported failure is an error to whoever
 		// watches, though the server answered (and the breaker counts it so).
-		if r, ok := v.(*mcp.CallToolResult); ok && r.IsError && act.Outcome == "ok" {
-			act.Outcome, act.Error = "error", toolErrorText(r)
+		if text, failed := toolFailure(v); failed && act.Outcome == "ok" {
+			act.Outcome, act.Error = "error", text
 		}
 		if act.Error != "" {
 			act.Error = c.scrubber().Scrub(act.Error)
@@ -347,6 +348,20 @@ func (h *Hub) forward(ctx context.Context, c *child, method, name string, key *c
 		}
 	}
 	return v, nil
+}
+
+// toolFailure says whether a forwarded call's value is a tool's failure,
+// and what it said.
+func toolFailure(v any) (string, bool) {
+	switch r := v.(type) {
+	case *mcp.CallToolResult:
+		if r.IsError {
+			return toolErrorText(r), true
+		}
+	case rawResult:
+		return r.toolError()
+	}
+	return "", false
 }
 
 // toolErrorText is what a failed tool said, for the activity log.

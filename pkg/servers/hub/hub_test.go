@@ -54,8 +54,10 @@ func startHubWith(t testing.TB, cfg string, w io.Writer, stateful bool) (*Hub, s
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", server.NewStreamableHTTPServer(agg, server.WithStateful(stateful), server.WithStateLess(!stateful)))
-	mux.Handle("/", h.Handler(mcpx.Sessions{Stateful: stateful}))
+	// As the gateway mounts them.
+	sessions := mcpx.Sessions{Stateful: stateful}
+	mux.Handle("/mcp", h.Passthrough(sessions, sessions.Server(agg)))
+	mux.Handle("/", h.Handler(sessions))
 	srv := httptest.NewServer(mux)
 	h.Start()
 	t.Cleanup(func() {

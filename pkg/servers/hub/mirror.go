@@ -26,6 +26,8 @@ import (
 type mirrored struct {
 	tools, prompts, resources          []string // upstream names and URIs
 	aggTools, aggPrompts, aggResources []string // as registered on /mcp
+	// upstream is the server's name of each of aggTools.
+	upstream map[string]string
 	// aggTemplates are listed on /mcp by the hub itself (see serveResources).
 	aggTemplates []mcp.ResourceTemplate
 	collisions   []string
@@ -67,178 +69,30 @@ func schemaProblems(t mcp.Tool) []string {
 // on its own endpoint and, namespaced, on /mcp. The registrations send
 // list_changed to the endpoints' clients.
 func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
-	caps := cl.GetServerCapabilities()
-	cfg := c.config()
-	lctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout())
-	defer cancel()
-	var tools []mcp.Tool
-	var prompts []mcp.Prompt
-	var resources []mcp.Resource
-	var templates []mcp.ResourceTemplate
-	if caps.Tools != nil {
-		res, err := cl.ListTools(lctx, mcp.ListToolsRequest{})
-		if err != nil {
-			return fmt.Errorf("tools/list: %w", err)
-		}
-		for _, t := range res.Tools {
-			if cfg.Exposes(t.Name) {
-				tools = append(tools, t)
-			}
-		}
+	l, err := h.list(ctx, c, cl)
+	if err != nil {
+		return err
 	}
-	if caps.Prompts != nil {
-		res, err := cl.ListPrompts(lctx, mcp.ListPromptsRequest{})
-		if err != nil {
-			return fmt.Errorf("prompts/list: %w", err)
-		}
-		prompts = res.Prompts
-	}
-	if caps.Resources != nil {
-		res, err := cl.ListResources(lctx, mcp.ListResourcesRequest{})
-		if err != nil {
-			return fmt.Errorf("resources/list: %w", err)
-		}
-		resources = res.Resources
-		// Servers that predate templates do not answer templates/list; they
-		// still have their resources.
-		tres, err := cl.ListResourceTemplates(lctx, mcp.ListResourceTemplatesRequest{})
-		if err != nil {
-			h.log.Warn("resources/templates/list failed; the server's templates are not served", "server", c.name, "err", err)
-		} else {
-			for _, t := range tres.ResourceTemplates {
-				if t.URITemplate != nil && t.URITemplate.Template != nil {
-					templates = append(templates, t)
-				}
-			}
-		}
-	}
-
 	// A session that ended while its lists were being read must not put
 	// its tools back.
 	h.mirrorMu.Lock()
 	defer h.mirrorMu.Unlock()
 	c.mu.Lock()
 	live := c.live == cl
+	before := c.mirrored
 	c.mu.Unlock()
 	if !live {
 		return nil
 	}
 	var m mirrored
-	var ownTools []server.ServerTool
-	for _, t := range tools {
-		ownTools = append(ownTools, server.ServerTool{Tool: t, Handler: h.toolHandler(c, c.own, t.Name)})
-		m.tools = append(m.tools, t.Name)
-	}
-	var ownPrompts []server.ServerPrompt
-	for _, p := range prompts {
-		ownPrompts = append(ownPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, c.own, p.Name)})
-		m.prompts = append(m.prompts, p.Name)
-	}
-	var ownResources []server.ServerResource
-	for _, r := range resources {
-		ownResources = append(ownResources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
-		m.resources = append(m.resources, r.URI)
-	}
-	var ownTemplates []server.ServerResourceTemplate
-	for _, t := range templates {
-		ownTemplates = append(ownTemplates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(h.resourceHandler(c))})
-	}
-	c.own.SetTools(ownTools...)
-	c.own.SetPrompts(ownPrompts...)
-	c.own.SetResources(ownResources...)
-	c.own.SetResourceTemplates(ownTemplates...)
-
+	h.mirrorOwn(c, l, &m)
 	if h.aggregate != nil {
-		// The server's earlier names stay on /mcp until they are replaced, so
-		// a refresh (on its list_changed) never fails a call to a tool it
-		// still has; they are not collisions. Two of the server's own names
-		// may sanitise to the same one, so names taken in this batch count
-		// as well as those on /mcp.
-		c.mu.Lock()
-		before := c.mirrored
-		c.mu.Unlock()
-		ours := map[string]map[string]bool{"tool": set(before.aggTools), "prompt": set(before.aggPrompts), "resource": set(before.aggResources)}
-		taken := map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}}
-		var aggTools []server.ServerTool
-		for i, t := range tools {
-			// One tool whose schema a strict client rejects would make it
-			// reject the whole list, lm's own tools included: /mcp leaves
-			// it out, and the server's own endpoint keeps it as given.
-			if problems := schemaProblems(t); len(problems) > 0 {
-				m.unlisted = append(m.unlisted, fmt.Sprintf("%s: %s", t.Name, strings.Join(problems, "; ")))
-				continue
-			}
-			name := Namespaced(c.name, t.Name)
-			if taken["tool"][name] || (h.aggregate.GetTool(name) != nil && !ours["tool"][name]) {
-				m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
-				continue
-			}
-			taken["tool"][name] = true
-			t.Name = name
-			upstream := tools[i].Name
-			aggTools = append(aggTools, server.ServerTool{Tool: t, Handler: h.toolHandler(c, h.aggregate, upstream)})
-			m.aggTools = append(m.aggTools, name)
-		}
-		existingPrompts := h.aggregate.ListPrompts()
-		var aggPrompts []server.ServerPrompt
-		for _, p := range prompts {
-			name := Namespaced(c.name, p.Name)
-			if taken["prompt"][name] || (existingPrompts[name] != nil && !ours["prompt"][name]) {
-				m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
-				continue
-			}
-			taken["prompt"][name] = true
-			upstream := p.Name
-			p.Name = name
-			aggPrompts = append(aggPrompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, h.aggregate, upstream)})
-			m.aggPrompts = append(m.aggPrompts, name)
-		}
-		existingResources := h.aggregate.ListResources()
-		var aggResources []server.ServerResource
-		for _, r := range resources {
-			uri := NamespacedURI(c.name, r.URI)
-			if taken["resource"][uri] || (existingResources[uri] != nil && !ours["resource"][uri]) {
-				m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
-				continue
-			}
-			taken["resource"][uri] = true
-			r.URI, r.Name = uri, Namespaced(c.name, r.Name)
-			aggResources = append(aggResources, server.ServerResource{Resource: r, Handler: h.readAggregated})
-			m.aggResources = append(m.aggResources, uri)
-		}
-		for _, t := range templates {
-			raw := NamespacedURI(c.name, t.URITemplate.Raw())
-			tpl, err := uritemplate.New(raw)
-			if err != nil { // not expected: a literal prefix to a template that parsed
-				h.log.Warn("resource template not served on /mcp", "server", c.name, "template", raw, "err", err)
-				continue
-			}
-			if taken["template"][raw] {
-				m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
-				continue
-			}
-			taken["template"][raw] = true
-			t.URITemplate, t.Name = &mcp.URITemplate{Template: tpl}, Namespaced(c.name, t.Name)
-			m.aggTemplates = append(m.aggTemplates, t)
-		}
-		if len(aggTools) > 0 {
-			h.aggregate.AddTools(aggTools...)
-		}
-		if len(aggPrompts) > 0 {
-			h.aggregate.AddPrompts(aggPrompts...)
-		}
-		if len(aggResources) > 0 {
-			h.aggregate.AddResources(aggResources...)
-		}
-		if gone := dropped(before.aggTools, m.aggTools); len(gone) > 0 {
-			h.aggregate.DeleteTools(gone...)
-		}
-		if gone := dropped(before.aggPrompts, m.aggPrompts); len(gone) > 0 {
-			h.aggregate.DeletePrompts(gone...)
-		}
-		if gone := dropped(before.aggResources, m.aggResources); len(gone) > 0 {
-			h.aggregate.DeleteResources(gone...)
-		}
+		names := newClaims(before)
+		tools := h.aggregateTools(c, l.tools, names, &m)
+		prompts := h.aggregatePrompts(c, l.prompts, names, &m)
+		resources := h.aggregateResources(c, l.resources, names, &m)
+		h.aggregateTemplates(c, l.templates, names, &m)
+		h.replaceOnAggregate(before, m, tools, prompts, resources)
 		for _, col := range m.collisions {
 			h.log.Warn("name collision on /mcp: not exposed there", "server", c.name, "what", col)
 		}
@@ -255,6 +109,229 @@ func (h *Hub) mirror(ctx context.Context, c *child, cl *client.Client) error {
 	}
 	h.notifyChange()
 	return nil
+}
+
+// lists are what a server offers, as its list requests answered.
+type lists struct {
+	tools     []mcp.Tool // those its configuration exposes
+	prompts   []mcp.Prompt
+	resources []mcp.Resource
+	templates []mcp.ResourceTemplate // those with a template that parsed
+}
+
+// list reads the lists of each capability the server declares, within its
+// call timeout. A failed list fails the mirror, except templates/list,
+// which servers that predate templates do not answer: they keep their
+// resources, and the failure is logged.
+func (h *Hub) list(ctx context.Context, c *child, cl *client.Client) (lists, error) {
+	var l lists
+	caps := cl.GetServerCapabilities()
+	cfg := c.config()
+	lctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout())
+	defer cancel()
+	if caps.Tools != nil {
+		res, err := cl.ListTools(lctx, mcp.ListToolsRequest{})
+		if err != nil {
+			return l, fmt.Errorf("tools/list: %w", err)
+		}
+		for _, t := range res.Tools {
+			if cfg.Exposes(t.Name) {
+				l.tools = append(l.tools, t)
+			}
+		}
+	}
+	if caps.Prompts != nil {
+		res, err := cl.ListPrompts(lctx, mcp.ListPromptsRequest{})
+		if err != nil {
+			return l, fmt.Errorf("prompts/list: %w", err)
+		}
+		l.prompts = res.Prompts
+	}
+	if caps.Resources != nil {
+		res, err := cl.ListResources(lctx, mcp.ListResourcesRequest{})
+		if err != nil {
+			return l, fmt.Errorf("resources/list: %w", err)
+		}
+		l.resources = res.Resources
+		tres, err := cl.ListResourceTemplates(lctx, mcp.ListResourceTemplatesRequest{})
+		if err != nil {
+			h.log.Warn("resources/templates/list failed; the server's templates are not served", "server", c.name, "err", err)
+		} else {
+			for _, t := range tres.ResourceTemplates {
+				if t.URITemplate != nil && t.URITemplate.Template != nil {
+					l.templates = append(l.templates, t)
+				}
+			}
+		}
+	}
+	return l, nil
+}
+
+// mirrorOwn puts the lists, as the server gave them, on its own endpoint
+// (replacing what was there) and records their upstream names in m.
+func (h *Hub) mirrorOwn(c *child, l lists, m *mirrored) {
+	var tools []server.ServerTool
+	for _, t := range l.tools {
+		tools = append(tools, server.ServerTool{Tool: t, Handler: h.toolHandler(c, c.own, t.Name)})
+		m.tools = append(m.tools, t.Name)
+	}
+	var prompts []server.ServerPrompt
+	for _, p := range l.prompts {
+		prompts = append(prompts, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, c.own, p.Name)})
+		m.prompts = append(m.prompts, p.Name)
+	}
+	var resources []server.ServerResource
+	for _, r := range l.resources {
+		resources = append(resources, server.ServerResource{Resource: r, Handler: h.resourceHandler(c)})
+		m.resources = append(m.resources, r.URI)
+	}
+	var templates []server.ServerResourceTemplate
+	for _, t := range l.templates {
+		templates = append(templates, server.ServerResourceTemplate{Template: t, Handler: server.ResourceTemplateHandlerFunc(h.resourceHandler(c))})
+	}
+	c.own.SetTools(tools...)
+	c.own.SetPrompts(prompts...)
+	c.own.SetResources(resources...)
+	c.own.SetResourceTemplates(templates...)
+}
+
+// claims decides which names a server's lists may take on /mcp. The
+// server's earlier names stay on /mcp until they are replaced, so a
+// refresh (on its list_changed) never fails a call to a tool it still has;
+// they are not collisions. Two of the server's own names may sanitise to
+// the same one, so names taken in this refresh count as well as those on
+// /mcp.
+type claims struct {
+	ours  map[string]map[string]bool // by kind: the names the server held before
+	taken map[string]map[string]bool // by kind: the names taken in this refresh
+}
+
+func newClaims(before mirrored) claims {
+	return claims{
+		ours:  map[string]map[string]bool{"tool": set(before.aggTools), "prompt": set(before.aggPrompts), "resource": set(before.aggResources)},
+		taken: map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}},
+	}
+}
+
+// claim takes name for the server, unless this refresh took it already or
+// something else holds it on /mcp (onAggregate, and not the server's).
+func (cl claims) claim(kind, name string, onAggregate bool) bool {
+	if cl.taken[kind][name] || (onAggregate && !cl.ours[kind][name]) {
+		return false
+	}
+	cl.taken[kind][name] = true
+	return true
+}
+
+// aggregateTools are the server's tools as /mcp registers them:
+// namespaced, calling the server under their upstream names. A tool whose
+// schema a strict client rejects is left off (m.unlisted), since it would
+// make that client reject the whole list, lm's own tools included; the
+// server's own endpoint keeps it as given. A name something else holds is
+// a collision.
+func (h *Hub) aggregateTools(c *child, tools []mcp.Tool, names claims, m *mirrored) []server.ServerTool {
+	var out []server.ServerTool
+	for _, t := range tools {
+		if problems := schemaProblems(t); len(problems) > 0 {
+			m.unlisted = append(m.unlisted, fmt.Sprintf("%s: %s", t.Name, strings.Join(problems, "; ")))
+			continue
+		}
+		name := Namespaced(c.name, t.Name)
+		if !names.claim("tool", name, h.aggregate.GetTool(name) != nil) {
+			m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
+			continue
+		}
+		upstream := t.Name
+		t.Name = name
+		out = append(out, server.ServerTool{Tool: t, Handler: h.toolHandler(c, h.aggregate, upstream)})
+		m.aggTools = append(m.aggTools, name)
+		if m.upstream == nil {
+			m.upstream = map[string]string{}
+		}
+		m.upstream[name] = upstream
+	}
+	return out
+}
+
+// aggregatePrompts are the server's prompts as /mcp registers them:
+// namespaced, getting the server's prompt under its upstream name.
+func (h *Hub) aggregatePrompts(c *child, prompts []mcp.Prompt, names claims, m *mirrored) []server.ServerPrompt {
+	existing := h.aggregate.ListPrompts()
+	var out []server.ServerPrompt
+	for _, p := range prompts {
+		name := Namespaced(c.name, p.Name)
+		if !names.claim("prompt", name, existing[name] != nil) {
+			m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
+			continue
+		}
+		upstream := p.Name
+		p.Name = name
+		out = append(out, server.ServerPrompt{Prompt: p, Handler: h.promptHandler(c, h.aggregate, upstream)})
+		m.aggPrompts = append(m.aggPrompts, name)
+	}
+	return out
+}
+
+// aggregateResources are the server's resources as /mcp registers them:
+// under lm-server://SERVER/URI (NamespacedURI), read through
+// readAggregated.
+func (h *Hub) aggregateResources(c *child, resources []mcp.Resource, names claims, m *mirrored) []server.ServerResource {
+	existing := h.aggregate.ListResources()
+	var out []server.ServerResource
+	for _, r := range resources {
+		uri := NamespacedURI(c.name, r.URI)
+		if !names.claim("resource", uri, existing[uri] != nil) {
+			m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
+			continue
+		}
+		r.URI, r.Name = uri, Namespaced(c.name, r.Name)
+		out = append(out, server.ServerResource{Resource: r, Handler: h.readAggregated})
+		m.aggResources = append(m.aggResources, uri)
+	}
+	return out
+}
+
+// aggregateTemplates records in m.aggTemplates the server's resource
+// templates as /mcp lists them (the hub lists them itself, see
+// serveResources): each with the literal prefix of NamespacedURI.
+func (h *Hub) aggregateTemplates(c *child, templates []mcp.ResourceTemplate, names claims, m *mirrored) {
+	for _, t := range templates {
+		raw := NamespacedURI(c.name, t.URITemplate.Raw())
+		tpl, err := uritemplate.New(raw)
+		if err != nil { // not expected: a literal prefix to a template that parsed
+			h.log.Warn("resource template not served on /mcp", "server", c.name, "template", raw, "err", err)
+			continue
+		}
+		if !names.claim("template", raw, false) {
+			m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
+			continue
+		}
+		t.URITemplate, t.Name = &mcp.URITemplate{Template: tpl}, Namespaced(c.name, t.Name)
+		m.aggTemplates = append(m.aggTemplates, t)
+	}
+}
+
+// replaceOnAggregate registers the new names on /mcp first and then takes
+// off those the server no longer has, so a name it keeps is never missing.
+func (h *Hub) replaceOnAggregate(before, now mirrored, tools []server.ServerTool, prompts []server.ServerPrompt, resources []server.ServerResource) {
+	if len(tools) > 0 {
+		h.aggregate.AddTools(tools...)
+	}
+	if len(prompts) > 0 {
+		h.aggregate.AddPrompts(prompts...)
+	}
+	if len(resources) > 0 {
+		h.aggregate.AddResources(resources...)
+	}
+	if gone := dropped(before.aggTools, now.aggTools); len(gone) > 0 {
+		h.aggregate.DeleteTools(gone...)
+	}
+	if gone := dropped(before.aggPrompts, now.aggPrompts); len(gone) > 0 {
+		h.aggregate.DeletePrompts(gone...)
+	}
+	if gone := dropped(before.aggResources, now.aggResources); len(gone) > 0 {
+		h.aggregate.DeleteResources(gone...)
+	}
 }
 
 func set(names []string) map[string]bool {

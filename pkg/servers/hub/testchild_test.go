@@ -42,6 +42,10 @@ func childServer(t testing.TB, kind string, env map[string]string) string {
 
 // serveAsChild serves MCP on stdin/stdout. Every kind has the tool echo;
 //   - plain: nothing more;
+//   - shapes: tools whose results take each shape a passthrough must keep:
+//     fail (a tool error), link (a link to a resource), structured; and
+//     hang, which creates the file $HANG_STARTED, waits until its call is
+//     cancelled and then creates $HANG_CANCELLED;
 //   - slow-ping: answers ping only after 1.5 s (slower than degradedAfter);
 //   - grows: its tool grow adds a tool, so it sends tools/list_changed;
 //     its tools, prompts and resources have names a client would refuse
@@ -84,6 +88,22 @@ func serveAsChild(kind string) {
 			func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 				return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, MIMEType: "text/markdown", Text: "# Today"}}, nil
 			})
+	case "shapes":
+		s.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultError("the disk is full"), nil
+		})
+		s.AddTool(mcp.NewTool("link"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("see"), mcp.NewResourceLink("file:///notes/today.md", "today", "", "text/markdown")}}, nil
+		})
+		s.AddTool(mcp.NewTool("hang"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			os.WriteFile(os.Getenv("HANG_STARTED"), nil, 0o600)
+			<-ctx.Done()
+			os.WriteFile(os.Getenv("HANG_CANCELLED"), nil, 0o600)
+			return nil, ctx.Err()
+		})
+		s.AddTool(mcp.NewTool("structured"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultStructuredOnly(map[string]any{"got": req.GetArguments(), "n": 1.5}), nil
+		})
 	case "clock":
 		s.AddResource(mcp.NewResource("clock://now", "now"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: strconv.FormatInt(time.Now().UnixNano(), 10)}}, nil

@@ -19,6 +19,8 @@ export function serversView({ onAuth, toast, announce }) {
     servers: new Map(), // name -> status
     cache: null,
     busy: new Map(),    // name -> the action under way
+    confirming: null,   // the server whose Remove waits for a second click
+    confirmTimer: 0,
     lastSeq: 0,         // newest call shown
     snapshot: true,     // the next activity event is a fresh stream's backlog
     stream: null,
@@ -34,7 +36,7 @@ export function serversView({ onAuth, toast, announce }) {
     for (const [name, li] of existing) if (!state.servers.has(name)) li.remove();
     names.forEach((name, idx) => {
       const s = state.servers.get(name);
-      const sig = JSON.stringify([s, state.busy.get(name)]);
+      const sig = JSON.stringify([s, state.busy.get(name), state.confirming === name]);
       let li = existing.get(name);
       if (!li || li.dataset.sig !== sig) {
         const fresh = serverItem(s);
@@ -95,10 +97,17 @@ export function serversView({ onAuth, toast, announce }) {
       btn.onclick = () => act(s.name, name, label);
       return btn;
     };
+    const remove = el("button", { className: "btn btn-small", type: "button",
+      textContent: busy === "remove" ? "Removing…" : state.confirming === s.name ? "Remove it?" : "Remove" });
+    remove.dataset.action = "remove";
+    remove.disabled = !!busy;
+    remove.setAttribute("aria-label", state.confirming === s.name ? `Confirm: remove ${s.name}` : `Remove ${s.name}`);
+    remove.onclick = () => removeServer(s.name);
     const actions = el("div", { className: "server-actions" },
       action("start", "Start", !live(s) && s.state !== "stopping"),
       action("stop", "Stop", live(s)),
-      action("restart", "Restart", s.state !== "stopping"));
+      action("restart", "Restart", s.state !== "stopping"),
+      remove);
     li.append(main, actions);
     if (s.last_error) {
       li.append(el("pre", { className: "server-error", textContent: s.last_error }));
@@ -122,6 +131,96 @@ export function serversView({ onAuth, toast, announce }) {
       renderServers();
     }
   }
+
+  // ---- adding and removing -------------------------------------------------
+  // The configuration changes through the same operations as lm servers
+  // add, install and rm, so the page says exactly what the CLI would.
+
+  // Removing asks for a second click on the same button rather than a
+  // dialog; the question lapses after a few seconds.
+  async function removeServer(name) {
+    clearTimeout(state.confirmTimer);
+    if (state.confirming !== name) {
+      state.confirming = name;
+      state.confirmTimer = setTimeout(() => { state.confirming = null; renderServers(); }, 5000);
+      renderServers();
+      return;
+    }
+    state.confirming = null;
+    state.busy.set(name, "remove");
+    renderServers();
+    try {
+      await api("DELETE", `/api/servers/${encodeURIComponent(name)}`);
+      state.servers.delete(name);
+      announce(`${name} removed`);
+      toast(`Removed ${name}.`, { ms: 3000 });
+    } catch (err) {
+      if (err instanceof AuthError) { onAuth(); return; }
+      toast(`Remove ${name}: ${err.detail || err.message}`, { error: true, ms: 8000 });
+    } finally {
+      state.busy.delete(name);
+      renderServers();
+    }
+  }
+
+  const form = $("server-form");
+  const kind = () => form.elements.kind.value;
+  function showKind() {
+    for (const e of form.querySelectorAll("[data-kind]")) e.hidden = !e.dataset.kind.split(" ").includes(kind());
+    $("srv-name-unit").textContent = kind() === "package" ? "optional: from the package's name" : "letters, digits, - and _";
+    $("server-form-submit").textContent = kind() === "package" ? "Install server" : "Add server";
+  }
+
+  function formError(message, field) {
+    $("server-form-error").textContent = message;
+    for (const e of form.querySelectorAll("[aria-invalid]")) e.removeAttribute("aria-invalid");
+    if (field) { field.setAttribute("aria-invalid", "true"); field.focus(); }
+  }
+
+  async function addServer(e) {
+    e.preventDefault();
+    const f = form.elements;
+    const body = { name: f.name.value.trim(), auto_start: f.auto_start.checked };
+    let path = "/api/servers";
+    if (kind() === "package") {
+      path = "/api/servers/install";
+      body.package = f.package.value.trim();
+      if (!body.name) delete body.name;
+    } else {
+      if (f.description.value.trim()) body.description = f.description.value.trim();
+      if (kind() === "url") body.url = f.url.value.trim();
+      else {
+        try { body.command = words(f.command.value); } catch (err) { return formError(err.message, f.command); }
+        const env = f.env.value.split("\n").map((l) => l.trim()).filter(Boolean);
+        if (env.length) body.env = env;
+      }
+    }
+    const submit = $("server-form-submit");
+    const label = submit.textContent;
+    submit.disabled = true;
+    submit.setAttribute("aria-busy", "true");
+    submit.textContent = kind() === "package" ? "Installing…" : "Adding…";
+    formError("");
+    try {
+      const out = await api("POST", path, body);
+      form.reset();
+      showKind();
+      announce(`${out.name} added`);
+      toast(`Added ${out.name}.`, { ms: 3000 });
+    } catch (err) {
+      if (err instanceof AuthError) { onAuth(); return; }
+      formError(err.detail || err.message);
+    } finally {
+      submit.disabled = false;
+      submit.removeAttribute("aria-busy");
+      submit.textContent = label;
+    }
+  }
+
+  form.addEventListener("change", (e) => { if (e.target.name === "kind") { showKind(); formError(""); } });
+  form.addEventListener("input", () => { if ($("server-form-error").textContent) formError(""); });
+  form.addEventListener("submit", addServer);
+  showKind();
 
   // ---- cache -------------------------------------------------------------
   function renderCache() {
@@ -218,4 +317,36 @@ export function serversView({ onAuth, toast, announce }) {
     start,
     stop() { state.stream?.stop(); state.stream = null; },
   };
+}
+
+// words splits a command line as a POSIX shell would split its words, with
+// quotes and backslashes, and nothing else: no variables, globs or
+// operators, which a server's command does not run through.
+function words(line) {
+  const out = [];
+  let word = null;
+  let quote = "";
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (quote === "'") {
+      if (c === "'") quote = ""; else word += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = "";
+      else if (c === "\\" && i + 1 < line.length && '"\\$`'.includes(line[i + 1])) word += line[++i];
+      else word += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      word ??= "";
+    } else if (c === "\\" && i + 1 < line.length) {
+      word = (word ?? "") + line[++i];
+    } else if (/\s/.test(c)) {
+      if (word !== null) out.push(word);
+      word = null;
+    } else {
+      word = (word ?? "") + c;
+    }
+  }
+  if (quote) throw new Error(`The command has an unclosed ${quote === "'" ? "single" : "double"} quote.`);
+  if (word !== null) out.push(word);
+  return out;
 }

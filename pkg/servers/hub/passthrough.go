@@ -1,0 +1,459 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers"
+)
+
+// The passthrough serves the call that dominates a hub's traffic, a
+// tools/call of a stdio server's tool, as bytes: the arguments go to the
+// child and its result back to the caller without being decoded into
+// typed structures and encoded again, and without the streamable HTTP
+// transport's per-request machinery (an ephemeral session, a goroutine
+// forwarding notifications). It goes through the same forward as every
+// other call, so the breaker, the timeout, cancellation and the activity
+// log are the ones the typed path has; a client's notifications/cancelled
+// ends a call of either way, and /mcp's hooks see each call.
+//
+// It takes only what it can answer exactly as the transport would; every
+// other request, and every call that needs the hub to look inside it, goes
+// the typed way:
+//   - a stateful endpoint (sessions live in the transport's table) or a
+//     session id the stateless endpoint would refuse;
+//   - a protocol version header the transport would refuse, or of the
+//     2026-07-28 era, whose requests carry their own _meta;
+//   - anything but one JSON-RPC request for tools/call whose params are a
+//     name and arguments (no _meta: a progress token needs the relay, a
+//     task the task machinery);
+//   - a tool that is not a running stdio server's, or one the L1 cache
+//     answers (the cache keeps typed results).
+//
+// On /mcp the result's resource URIs must be namespaced: a result that
+// names a resource is decoded and rewritten, any other goes as it came.
+
+// passthrough is one endpoint's: /mcp's or a server's own. It serves a
+// request when it can, else hands it to next, the endpoint's transport.
+type passthrough struct {
+	hub      *Hub
+	sessions mcpx.Sessions
+	next     http.Handler
+	// own is the server whose endpoint this is; nil on /mcp.
+	own   *child
+	fresh freshSessions
+	// inFlight cancels the calls in progress, by session and request id,
+	// when their client sends notifications/cancelled.
+	inFlight sync.Map
+}
+
+// Passthrough wraps /mcp's transport (next) so that calls of the servers'
+// tools take the passthrough.
+func (h *Hub) Passthrough(sessions mcpx.Sessions, next http.Handler) http.Handler {
+	return &passthrough{hub: h, sessions: sessions, next: next}
+}
+
+func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	session := r.Header.Get(server.HeaderKeySessionID)
+	if p.sessions.Stateful || r.Method != http.MethodPost || !legacyJSON(r.Header) || !validSession(session) {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	// The transport reads the body again when the request is its.
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	if err != nil {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	call, ok := parseToolCall(body)
+	if !ok {
+		// A cancellation may be for a call of either way: both hear it.
+		p.cancel(session, body)
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	c, upstream := p.own, call.name
+	if c == nil {
+		if c, upstream = p.hub.aggregatedTool(call.name); c == nil {
+			p.next.ServeHTTP(w, r)
+			return
+		}
+	} else if c.own.GetTool(call.name) == nil {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	cfg := c.config()
+	if _, cached := cfg.CacheTools[upstream]; cached || cfg.Kind() != servers.Stdio || !p.fresh.seen(session, p.sessions.IdleTTL) {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	p.answer(w, r, c, call, upstream, session)
+}
+
+// inFlightKey names a call as the transport's cancellation does: its
+// session and its id as JSON decodes it.
+func inFlightKey(session string, id any) string { return fmt.Sprintf("%s:%v", session, id) }
+
+// cancel ends the call a notifications/cancelled in body names, if it is
+// one of the passthrough's in progress.
+func (p *passthrough) cancel(session string, body []byte) {
+	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
+		return
+	}
+	var n struct {
+		Method string `json:"method"`
+		Params struct {
+			RequestID any `json:"requestId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
+		return
+	}
+	if cancel, ok := p.inFlight.LoadAndDelete(inFlightKey(session, n.Params.RequestID)); ok {
+		(*cancel.(*context.CancelFunc))()
+	}
+}
+
+// answer forwards the call and writes the JSON-RPC response as the
+// transport would: 200 with application/json, the caller's id as it sent
+// it.
+func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream, session string) {
+	// The id as the transport decodes it: hooks get it, and cancellations
+	// name the call by it.
+	var id any
+	json.Unmarshal(call.id, &id)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	// By pointer: a client that reuses an id while its call runs must not
+	// take the other call's entry away.
+	key, entry := inFlightKey(session, id), &cancel
+	p.inFlight.Store(key, entry)
+	defer p.inFlight.CompareAndDelete(key, entry)
+	hooks := p.hooks()
+	req := &mcp.CallToolRequest{Request: mcp.Request{Method: string(mcp.MethodToolsCall)}, Header: r.Header}
+	req.Params.Name = call.name
+	if hooks != nil {
+		for _, hook := range hooks.OnBeforeAny {
+			hook(ctx, id, mcp.MethodToolsCall, req)
+		}
+		for _, hook := range hooks.OnBeforeCallTool {
+			hook(ctx, id, req)
+		}
+	}
+	result, err := p.hub.callRaw(ctx, c, upstream, call.arguments)
+	if op.KindOf(err) == op.KindTimeout {
+		// As the typed path answers: a result the model can read.
+		result, err = json.Marshal(mcpx.ErrorResult(err))
+	}
+	if err == nil && p.own == nil && bytes.Contains(result, []byte(`"uri"`)) {
+		result, err = namespacedRawResult(c.name, result)
+	}
+	var out any
+	if err != nil {
+		rpcErr := rpcError(err)
+		if hooks != nil {
+			for _, hook := range hooks.OnError {
+				hook(ctx, id, mcp.MethodToolsCall, req, err)
+			}
+		}
+		out = struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   any             `json:"error"`
+		}{mcp.JSONRPC_VERSION, call.id, rpcErr}
+	} else {
+		if hooks != nil {
+			// Hooks see whether the tool failed, not its content, which
+			// crossed undecoded.
+			_, failed := rawResult(result).toolError()
+			typed := &mcp.CallToolResult{IsError: failed}
+			for _, hook := range hooks.OnSuccess {
+				hook(ctx, id, mcp.MethodToolsCall, req, typed)
+			}
+			for _, hook := range hooks.OnAfterCallTool {
+				hook(ctx, id, req, typed)
+			}
+		}
+		out = struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Result  json.RawMessage `json:"result"`
+		}{mcp.JSONRPC_VERSION, call.id, result}
+	}
+	if r.Context().Err() != nil {
+		return // the caller is gone, as the transport leaves it
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// hooks are /mcp's server hooks (the gateway's call log); a server's own
+// endpoint has none.
+func (p *passthrough) hooks() *server.Hooks {
+	if p.own != nil {
+		return nil
+	}
+	return p.hub.aggregate.GetHooks()
+}
+
+// rpcError is the JSON-RPC error the transport sends for a tool handler's
+// error: the code a URL elicitation asks for, else an internal error.
+func rpcError(err error) mcp.JSONRPCErrorDetails {
+	var required mcp.URLElicitationRequiredError
+	if errors.As(err, &required) {
+		d := required.JSONRPCError().Error
+		return mcp.NewJSONRPCErrorDetails(d.Code, err.Error(), d.Data)
+	}
+	return mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, err.Error(), nil)
+}
+
+// legacyJSON reports whether a request's headers are ones the transport
+// accepts for a JSON body of a protocol version before 2026-07-28.
+func legacyJSON(h http.Header) bool {
+	media, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil || media != "application/json" {
+		return false
+	}
+	v := h.Get(mcp.HeaderProtocolVersion)
+	return v == "" || (mcp.IsValidProtocolVersion(v) && !mcp.IsModernProtocol(v))
+}
+
+// toolCall is a tools/call as it arrived: its id and arguments are passed
+// on verbatim.
+type toolCall struct {
+	id        json.RawMessage
+	name      string
+	arguments json.RawMessage
+}
+
+// parseToolCall reads one JSON-RPC tools/call request whose params hold
+// nothing but a name and arguments.
+func parseToolCall(body []byte) (toolCall, bool) {
+	var msg struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      json.RawMessage            `json:"id"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) || !plainID(msg.ID) {
+		return toolCall{}, false
+	}
+	var call toolCall
+	for k, v := range msg.Params {
+		switch k {
+		case "name":
+			if json.Unmarshal(v, &call.name) != nil {
+				return toolCall{}, false
+			}
+		case "arguments":
+			if !bytes.Equal(v, []byte("null")) {
+				call.arguments = v
+			}
+		default:
+			return toolCall{}, false
+		}
+	}
+	call.id = msg.ID
+	return call, call.name != ""
+}
+
+// plainID is a request id that is a string or a number.
+func plainID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	switch c := id[0]; {
+	case c == '"':
+		var s string
+		return json.Unmarshal(id, &s) == nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		_, err := strconv.ParseFloat(string(id), 64)
+		return err == nil
+	}
+	return false
+}
+
+// aggregatedTool is the server and upstream name of a tool on /mcp, or nil
+// when the name is not a running server's tool there.
+func (h *Hub) aggregatedTool(name string) (*child, string) {
+	h.mu.Lock()
+	children := make([]*child, 0, len(h.children))
+	for _, c := range h.children {
+		children = append(children, c)
+	}
+	h.mu.Unlock()
+	for _, c := range children {
+		c.mu.Lock()
+		upstream, ok := c.mirrored.upstream[name]
+		c.mu.Unlock()
+		if ok {
+			return c, upstream
+		}
+	}
+	return nil, ""
+}
+
+// callRaw forwards a tools/call to c's session as bytes and returns the
+// result as the child sent it.
+func (h *Hub) callRaw(ctx context.Context, c *child, upstream string, arguments json.RawMessage) (json.RawMessage, error) {
+	name, err := json.Marshal(upstream)
+	if err != nil {
+		return nil, err
+	}
+	params := append([]byte(`{"name":`), name...)
+	if arguments != nil {
+		params = append(append(params, `,"arguments":`...), arguments...)
+	}
+	params = append(params, '}')
+	v, err := h.forward(ctx, c, "tools/call", upstream, nil, func(ctx context.Context, cl *client.Client) (any, error) {
+		return h.sendRaw(ctx, cl.GetTransport(), json.RawMessage(params))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(v.(rawResult)), nil
+}
+
+// sendRaw sends one tools/call on tr as the session's client would, with
+// an id of the hub's own, and tells the child when the caller gave up.
+func (h *Hub) sendRaw(ctx context.Context, tr transport.Interface, params json.RawMessage) (rawResult, error) {
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("lm-%d", h.rawSeq.Add(1))),
+		Method: string(mcp.MethodToolsCall), Params: params}
+	if err := ctx.Err(); err != nil {
+		return nil, transport.NewError(err)
+	}
+	res, err := tr.SendRequest(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			cancelled(ctx, tr, req.ID)
+		}
+		return nil, transport.NewError(err)
+	}
+	if res.Error != nil {
+		return nil, res.Error.AsError()
+	}
+	return rawResult(res.Result), nil
+}
+
+// cancelNoticeTimeout bounds the notifications/cancelled sent for a call
+// its caller gave up on.
+const cancelNoticeTimeout = 5 * time.Second
+
+// cancelled tells the child to stop working on request id, off the
+// caller's path: the notice is best effort, and a child that does not read
+// must not hold anyone up.
+func cancelled(ctx context.Context, tr transport.Interface, id mcp.RequestId) {
+	reason := ctx.Err().Error()
+	go func() {
+		nctx, cancel := context.WithTimeout(context.Background(), cancelNoticeTimeout)
+		defer cancel()
+		tr.SendNotification(nctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+		}})
+	}()
+}
+
+// rawResult is a tools/call result as the child sent it.
+type rawResult json.RawMessage
+
+// toolError says whether the result reports a failed tool, and what it
+// said; a result without "isError" is not decoded.
+func (r rawResult) toolError() (string, bool) {
+	if !bytes.Contains(r, []byte(`"isError"`)) {
+		return "", false
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(r, &res) != nil || !res.IsError {
+		return "", false
+	}
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			return c.Text, true
+		}
+	}
+	return "the tool reported an error", true
+}
+
+// namespacedRawResult rewrites the resource URIs of a result for /mcp.
+func namespacedRawResult(server string, raw json.RawMessage) (json.RawMessage, error) {
+	res, err := mcp.ParseCallToolResult(&raw)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", server, err)
+	}
+	return json.Marshal(namespacedToolResult(server, res))
+}
+
+// validSession reports whether the stateless endpoint accepts session id:
+// none, or one of the form it hands out.
+func validSession(id string) bool {
+	if id == "" {
+		return true
+	}
+	_, err := (&server.StatelessGeneratingSessionIdManager{}).Validate(id)
+	return err == nil
+}
+
+// errReader returns err (io.EOF when nil) once what came before it is read.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err == nil {
+		return 0, io.EOF
+	}
+	return 0, e.err
+}
+
+// freshSessions counts a session as seen by the transport once per period:
+// the transport sweeps sessions it has not seen for its idle TTL, so a
+// session whose calls all took the passthrough would be swept while in
+// use. The first call of each session in a period (a quarter of the TTL)
+// goes the typed way, which marks the session active.
+type freshSessions struct {
+	mu     sync.Mutex
+	since  time.Time
+	recent map[string]bool
+}
+
+// seen reports whether session id went through the transport in the
+// current period, and records it as doing so now if not.
+func (f *freshSessions) seen(id string, ttl time.Duration) bool {
+	if id == "" {
+		return true // a call without a session leaves nothing to sweep
+	}
+	if ttl <= 0 {
+		ttl = mcpx.DefaultSessionIdleTTL
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if now := time.Now(); f.recent == nil || now.Sub(f.since) >= ttl/4 {
+		f.since, f.recent = now, map[string]bool{}
+	}
+	if f.recent[id] {
+		return true
+	}
+	f.recent[id] = true
+	return false
+}

@@ -1,0 +1,252 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"lmtool.dev/lm/pkg/servers"
+)
+
+// post sends body to url as a client without a session would and returns
+// the status and the body of the answer.
+func post(t *testing.T, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(data)
+}
+
+// typedWay is a tools/call body the passthrough leaves to the transport
+// (its params carry _meta), else the same as call.
+func typedWay(call string) string {
+	return strings.Replace(call, `"params":{`, `"params":{"_meta":{},`, 1)
+}
+
+// A call that crosses as bytes is answered as the typed path answers it:
+// the same result for each shape a tool's result takes, the resource links
+// of /mcp namespaced, a tool's failure and an unknown tool alike.
+func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"shapes": {`+childServer(t, "shapes", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "shapes"); s.State != servers.Running {
+		t.Fatalf("shapes: %+v", s)
+	}
+	// What /mcp's hooks (the gateway's call log) see of each call.
+	var mu sync.Mutex
+	var seen []string
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(func(_ context.Context, id any, req *mcp.CallToolRequest, result any) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%v %s failed=%v", id, req.Params.Name, result.(*mcp.CallToolResult).IsError))
+	})
+	hooks.AddOnError(func(_ context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%v %s error", id, method))
+	})
+	server.WithHooks(hooks)(h.aggregate)
+	hooked := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/shapes", ""}, {"/mcp", "shapes__"}} {
+		for _, params := range []string{
+			`{"name":"echo","arguments":{"message":"héllo \u2028 \"quoted\""}}`,
+			`{"name":"fail","arguments":{}}`,
+			`{"name":"link"}`,
+			`{"name":"structured","arguments":{"big":12345678901234567890,"list":[1,"two",null]}}`,
+			`{"name":"nosuch","arguments":{}}`,
+		} {
+			params = strings.Replace(params, `"name":"`, `"name":"`+endpoint.prefix, 1)
+			call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
+			status, fast := post(t, url+endpoint.path, call, nil)
+			fastHooks := hooked()
+			typedStatus, typed := post(t, url+endpoint.path, typedWay(call), nil)
+			typedHooks := hooked()
+			if status != typedStatus || !sameJSON(t, fast, typed) {
+				t.Errorf("%s %s:\npassthrough %d %s\ntyped       %d %s", endpoint.path, params, status, fast, typedStatus, typed)
+			}
+			if !slices.Equal(fastHooks, typedHooks) || (endpoint.path == "/mcp" && len(fastHooks) != 1) {
+				t.Errorf("%s %s: hooks saw %q through the passthrough, %q the typed way", endpoint.path, params, fastHooks, typedHooks)
+			}
+		}
+	}
+	// The link's URI is one /mcp can read.
+	_, linked := post(t, url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"shapes__link"}}`, nil)
+	if !strings.Contains(linked, `"uri":"lm-server://shapes/file:///notes/today.md"`) {
+		t.Errorf("the link on /mcp is not namespaced: %s", linked)
+	}
+	// The id comes back as it was sent, digits and all.
+	_, echoed := post(t, url+"/mcp/shapes", `{"jsonrpc":"2.0","id":123456789012345678901,"method":"tools/call","params":{"name":"echo"}}`, nil)
+	if !strings.HasPrefix(echoed, `{"jsonrpc":"2.0","id":123456789012345678901,`) {
+		t.Errorf("the id is not the caller's: %s", echoed)
+	}
+	// The activity log has the tool's failure, as it has the typed path's.
+	items, _ := h.Activity()
+	failures := 0
+	for _, a := range items {
+		if a.Name == "fail" && a.Outcome == "error" && a.Error == "the disk is full" {
+			failures++
+		}
+	}
+	if failures != 4 {
+		t.Errorf("want the failure logged for each of 4 calls, got %d: %+v", failures, items)
+	}
+}
+
+// A request the transport would refuse is refused, and the child never
+// sees it: a session id that is not one, a body that is not JSON's
+// content type, a protocol version the gateway does not speak.
+func TestPassthroughRefusesWhatTheTransportRefuses(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"shapes": {`+childServer(t, "shapes", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "shapes"); s.State != servers.Running {
+		t.Fatalf("shapes: %+v", s)
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"must not arrive"}}}`
+	for _, c := range []struct {
+		header map[string]string
+		want   int
+	}{
+		{map[string]string{"Mcp-Session-Id": "not-a-session"}, http.StatusNotFound},
+		{map[string]string{"Content-Type": "text/plain"}, http.StatusBadRequest},
+		{map[string]string{"Mcp-Protocol-Version": "1999-01-01"}, http.StatusBadRequest},
+	} {
+		for _, path := range []string{"/mcp/shapes", "/mcp"} {
+			body := call
+			if path == "/mcp" {
+				body = strings.Replace(call, `"echo"`, `"shapes__echo"`, 1)
+			}
+			if status, answer := post(t, url+path, body, c.header); status != c.want {
+				t.Errorf("%s with %v: %d %s, want %d", path, c.header, status, answer, c.want)
+			}
+		}
+	}
+	items, _ := h.Activity()
+	for _, a := range items {
+		if a.Method == "tools/call" {
+			t.Errorf("a refused call reached the server: %+v", a)
+		}
+	}
+}
+
+func sameJSON(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal([]byte(a), &x); err != nil {
+		t.Fatalf("%v: %s", err, a)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// A client that cancels a call (notifications/cancelled, in a POST of its
+// own) ends it through the passthrough as the typed way does: the caller
+// gets the same error, and the child is told to stop.
+func TestPassthroughCancelsWhatItsClientCancels(t *testing.T) {
+	dir := t.TempDir()
+	started, cancelled := filepath.Join(dir, "started"), filepath.Join(dir, "cancelled")
+	h, url := startHub(t, `{"settings": {"cb_failure_threshold": 100}, "mcpServers": {"shapes": {`+
+		childServer(t, "shapes", map[string]string{"HANG_STARTED": started, "HANG_CANCELLED": cancelled})+`, "auto_start": true}}}`)
+	if s := settled(t, h, "shapes"); s.State != servers.Running {
+		t.Fatalf("shapes: %+v", s)
+	}
+	session := map[string]string{"Mcp-Session-Id": "mcp-session-0b5e4a5c-6f0e-4a8e-9d7e-3f1c2b4a5d6e"}
+	cancelled9 := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"changed my mind"}}`
+	hangAndCancel := func(path, call string) string {
+		os.Remove(started)
+		os.Remove(cancelled)
+		answer := make(chan string, 1)
+		go func() {
+			_, body := postQuietly(url+path, call, session)
+			answer <- body
+		}()
+		waitForFile(t, started)
+		if status, body := post(t, url+path, cancelled9, session); status != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled: %d %s", status, body)
+		}
+		var body string
+		select {
+		case body = <-answer:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the cancelled call was not answered", path)
+		}
+		waitForFile(t, cancelled)
+		return body
+	}
+	for _, endpoint := range []struct{ path, tool string }{{"/mcp/shapes", "hang"}, {"/mcp", "shapes__hang"}} {
+		// The session's first call goes the typed way, so the transport
+		// knows it; its calls after take the passthrough.
+		post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, session)
+		call := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + endpoint.tool + `"}}`
+		fast := hangAndCancel(endpoint.path, call)
+		typed := hangAndCancel(endpoint.path, typedWay(call))
+		if !strings.Contains(fast, "context canceled") || !sameJSON(t, fast, typed) {
+			t.Errorf("%s: a cancelled call answered\npassthrough %s\ntyped       %s", endpoint.path, fast, typed)
+		}
+	}
+}
+
+// postQuietly is post for a goroutine: a failure is the answer.
+func postQuietly(url, body string, header map[string]string) (int, string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(data)
+}
+
+// waitForFile waits, a minute at most, until name exists.
+func waitForFile(t *testing.T, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(name); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s did not appear", name)
+}
