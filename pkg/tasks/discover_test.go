@@ -60,16 +60,18 @@ func TestPackageManagerFromTheProjectFiles(t *testing.T) {
 		// an unknown manager in the field falls back to the lockfile
 		{map[string]string{"yarn.lock": "", "package.json": `{"packageManager":"deno@2","scripts":{"dev":"vite"}}`}, "yarn"},
 	} {
-		dir := t.TempDir()
-		files := map[string]string{"package.json": `{"scripts":{"dev":"vite"}}`}
-		for k, v := range c.files {
-			files[k] = v
-		}
-		writeFiles(t, dir, files)
-		want := []string{"dev " + c.want + " " + c.want + " run dev"}
-		if got := listed(t, dir); !reflect.DeepEqual(got, want) {
-			t.Errorf("%v: got %q, want %q", c.files, got, want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"package.json": `{"scripts":{"dev":"vite"}}`}
+			for k, v := range c.files {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			want := []string{"dev " + c.want + " " + c.want + " run dev"}
+			if got := listed(t, dir); !reflect.DeepEqual(got, want) {
+				t.Errorf("%v: got %q, want %q", c.files, got, want)
+			}
+		})
 	}
 }
 

@@ -40,13 +40,15 @@ func TestValidate(t *testing.T) {
 		{map[string]any{"a": 1, "mode": "medium"}, `invalid arguments`},
 		{map[string]any{"a": 1, "tags": []any{1}}, `invalid arguments`},
 	} {
-		err := client.Validate(sumTool, tc.args)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%v: %v", tc.args, err)
-		case tc.want != "" && (err == nil || op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
-		}
+		t.Run(tc.want, func(t *testing.T) {
+			err := client.Validate(sumTool, tc.args)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%v: %v", tc.args, err)
+			case tc.want != "" && (err == nil || op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
+			}
+		})
 	}
 }
 
