@@ -17,8 +17,12 @@ import (
 
 	ucli "github.com/urfave/cli/v3"
 
+	"lmtool.dev/lm/pkg/config"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
+	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/store"
 )
 
@@ -146,7 +150,19 @@ func jsonErrors(root *ucli.Command) bool {
 func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 	st := store.Unusable(op.Errorf(op.KindInvalid, "cannot locate lm's store").
 		WithHint("set LM_HOME, XDG_DATA_HOME or HOME, or pass --store"))
-	path, err := store.Locate(cmd.String("store"), os.Getenv)
+	queueURL, getenv, err := queueDatabase(cmd.String("store"), os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var queueErr error
+	if home, err := store.Home(os.Getenv); err == nil && cmd.String("store") == "" && os.Getenv("LM_STORE") == "" {
+		queueURL, queueErr = configuredQueue(home)
+	}
+	path, err := store.Locate(cmd.String("store"), getenv)
+	if queueURL != "" {
+		// The queue is in the database; what is local stays in lm.db.
+		path, err = store.Locate("", getenv)
+	}
 	if err == nil {
 		st = store.New(path, cmd.Duration("lock-timeout"))
 	}
@@ -162,16 +178,18 @@ func (a *app) env(cmd *ucli.Command) (*op.Env, error) {
 		home = "/nonexistent/lm-home"
 	}
 	return &op.Env{
-		Store:   st,
-		Home:    home,
-		Stdin:   a.streams.In,
-		Stdout:  a.streams.Out,
-		Environ: os.Environ(),
-		Stderr:  a.streams.Err,
-		Verbose: cmd.Bool("verbose") || jsonio.IsTerminal(a.streams.Err),
-		Now:     time.Now,
-		Started: a.started,
-		Caller:  op.Person(),
+		Store:    st,
+		Queue:    queueURL,
+		QueueErr: queueErr,
+		Home:     home,
+		Stdin:    a.streams.In,
+		Stdout:   a.streams.Out,
+		Environ:  os.Environ(),
+		Stderr:   a.streams.Err,
+		Verbose:  cmd.Bool("verbose") || jsonio.IsTerminal(a.streams.Err),
+		Now:      time.Now,
+		Started:  a.started,
+		Caller:   op.Person(),
 	}, nil
 }
 
@@ -186,4 +204,74 @@ func (a *app) printer(cmd *ucli.Command) (*jsonio.Printer, error) {
 			hint: "add a filter, e.g. -r --jq '.items[].id'"}
 	}
 	return jsonio.NewPrinter(a.streams.Out, cmd.String("jq"), cmd.Bool("raw-output"), jsonio.IsTerminal(a.streams.Out))
+}
+
+// queueDatabase tells a database URL in --store or LM_STORE from a file
+// path: the queue then lives in the database, and getenv hides LM_STORE so
+// the local store is found at its default place. A password in --store is
+// refused: every process on the machine can read a command line.
+func queueDatabase(flag string, getenv func(string) string) (string, func(string) string, error) {
+	where := flag
+	if where == "" {
+		where = getenv("LM_STORE")
+	}
+	if !queue.IsURL(where) {
+		return "", getenv, nil
+	}
+	if flag != "" && pgstore.HasPassword(flag) {
+		return "", nil, op.Errorf(op.KindInvalid, "--store %s carries a password, which every process on this machine can read in the command line", pgstore.Redact(flag)).
+			WithHint("leave it out of the URL and set PGPASSWORD (or use ~/.pgpass or LM_STORE)")
+	}
+	return where, func(k string) string {
+		if k == "LM_STORE" {
+			return ""
+		}
+		return getenv(k)
+	}, nil
+}
+
+// storeTable is config.toml's [store]: the database a team's queue lives
+// in, when neither --store nor LM_STORE says otherwise.
+type storeTable struct {
+	URL string `toml:"url"`
+	// Password is a reference to lm's secrets (${secret:NAME}), never the
+	// password itself; without it PGPASSWORD or ~/.pgpass supply one.
+	Password string `toml:"password"`
+}
+
+// configuredQueue reads [store] from home's config.toml.
+func configuredQueue(home string) (string, error) {
+	// Read by every command, before it knows whether it uses the queue:
+	// mistakes here fail the queue's operations only (op.Env.QueueErr).
+	var t storeTable
+	if err := config.Table(home, "store", &t); err != nil {
+		return "", op.Errorf(op.KindInvalid, "%v", err)
+	}
+	if t.URL == "" {
+		return "", nil
+	}
+	path := config.Path(home)
+	if !queue.IsURL(t.URL) {
+		return "", op.Errorf(op.KindInvalid, "%s: [store] url is not a database URL", path).
+			WithHint("write url = \"postgres://USER@HOST/DATABASE?sslmode=verify-full\"")
+	}
+	if pgstore.HasPassword(t.URL) {
+		return "", op.Errorf(op.KindInvalid, "%s: [store] url %s carries a password in a plain file", path, pgstore.Redact(t.URL)).
+			WithHint("leave it out of the URL: lm servers secret set NAME, then password = \"${secret:NAME}\"; or set PGPASSWORD")
+	}
+	if t.Password == "" {
+		return t.URL, nil
+	}
+	name, ok := strings.CutPrefix(t.Password, "${secret:")
+	name, closed := strings.CutSuffix(name, "}")
+	if !ok || !closed || name == "" {
+		return "", op.Errorf(op.KindInvalid, "%s: [store] password must be a reference to a secret, ${secret:NAME}, not the password itself", path).
+			WithHint("lm servers secret set NAME stores it, readable by you only")
+	}
+	password, err := servers.NewSecrets(home).Lookup(context.Background(), name)
+	if err != nil {
+		return "", op.Errorf(op.KindInvalid, "%s: [store] password: %v", path, err).
+			WithHint("lm servers secret set %s (--file to keep it in LM_HOME)", name)
+	}
+	return pgstore.WithPassword(t.URL, password)
 }

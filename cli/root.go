@@ -35,7 +35,7 @@ func (a *app) root() *ucli.Command {
 		ExitErrHandler:            func(context.Context, *ucli.Command, error) {},
 		DisableSliceFlagSeparator: true,
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "store", Usage: "the store file (default: $LM_STORE, else $LM_HOME/lm.db)", TakesFile: true},
+			&ucli.StringFlag{Name: "store", Usage: "the store file (default: $LM_STORE, else $LM_HOME/lm.db), or a postgres:// URL for a queue a team shares (password in PGPASSWORD)", TakesFile: true},
 			&ucli.StringFlag{Name: "jq", Aliases: []string{"q"}, Usage: "filter the output with a jq `EXPR`"},
 			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes"},
 			&ucli.BoolFlag{Name: "json-errors", Usage: "report errors as a JSON object on stderr (also LM_JSON_ERRORS=1)"},

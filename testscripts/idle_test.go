@@ -242,9 +242,16 @@ func idleGateway(t *testing.T, home string, args ...string) (*exec.Cmd, string, 
 // idleGatewayWith is idleGateway with the person's token given.
 func idleGatewayWith(t *testing.T, home, token string, args ...string) (*exec.Cmd, string, string) {
 	t.Helper()
+	return gatewayIn(t, lmEnv(home), token, args...)
+}
+
+// gatewayIn starts `lm gateway` on a free loopback port in env, with the
+// person's token given, and returns it with its base URL and the token.
+func gatewayIn(t *testing.T, env []string, token string, args ...string) (*exec.Cmd, string, string) {
+	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command("lm", append([]string{"gateway", "--addr", "127.0.0.1:0", "--addr-file", addrFile}, args...)...)
-	cmd.Env = append(lmEnv(home), "LM_API_TOKEN="+token)
+	cmd.Env = append(env, "LM_API_TOKEN="+token)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,27 @@ import (
 // would, and initializes a session named name.
 func startMCPIn(t *testing.T, home, dir, name string) *client.Client {
 	t.Helper()
+	return startMCPEnv(t, []string{"LM_HOME=" + home, "LM_STORE="}, dir, name)
+}
+
+// startMCPEnv starts `lm mcp` in dir with env added to the test's own, and
+// initializes a session named name.
+func startMCPEnv(t *testing.T, env []string, dir, name string) *client.Client {
+	t.Helper()
+	c, _ := startMCPProcess(t, env, dir, name)
+	return c
+}
+
+// startMCPProcess is startMCPEnv that also returns the `lm mcp` process.
+func startMCPProcess(t *testing.T, env []string, dir, name string) (*client.Client, *exec.Cmd) {
+	t.Helper()
+	var proc *exec.Cmd
 	inDir := transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
-		cmd := exec.CommandContext(ctx, command, args...)
-		cmd.Env, cmd.Dir = append(os.Environ(), env...), dir
-		return cmd, nil
+		proc = exec.CommandContext(ctx, command, args...)
+		proc.Env, proc.Dir = append(os.Environ(), env...), dir
+		return proc, nil
 	})
-	c, err := client.NewStdioMCPClientWithOptions("lm", []string{"LM_HOME=" + home, "LM_STORE="}, []string{"mcp"}, inDir)
+	c, err := client.NewStdioMCPClientWithOptions("lm", env, []string{"mcp"}, inDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +61,7 @@ func startMCPIn(t *testing.T, home, dir, name string) *client.Client {
 	if _, err := c.Initialize(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, proc
 }
 
 // jobNotes collects what the server streams about jobs.

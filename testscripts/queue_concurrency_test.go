@@ -25,8 +25,15 @@ func lmEnv(home string) []string {
 
 func runLM(t *testing.T, home string, stdin string, args ...string) (string, int) {
 	t.Helper()
+	return runLMEnv(t, lmEnv(home), stdin, args...)
+}
+
+// runLMEnv runs lm in env and returns its stdout and exit status, failing
+// the test on any exit but 0 and 7.
+func runLMEnv(t *testing.T, env []string, stdin string, args ...string) (string, int) {
+	t.Helper()
 	cmd := exec.Command("lm", args...)
-	cmd.Env = lmEnv(home)
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway|postgres LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -54,6 +54,8 @@ func main() {
 		err = mcpRoundTrip(os.Args[2])
 	case "hub":
 		err = hubBench(os.Args[2], os.Args[3])
+	case "postgres":
+		err = postgresBench(os.Args[2])
 	case "hop":
 		err = hopBench(os.Args[2], os.Args[3])
 	case "agents":
@@ -254,10 +256,13 @@ func wakeup(lm string) error {
 	return nil
 }
 
-func waitWaiting(dir, lm string) error {
+// waitWaiting returns once agent b shows waiting, asking lm with the
+// global flags given.
+func waitWaiting(dir, lm string, global ...string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		out, _ := command(dir, lm, "queue", "status", "-r", "--jq", `.agents[] | select(.agent_id=="b") | .waiting`).Output()
+		args := append(global, "queue", "status", "-r", "--jq", `.agents[] | select(.agent_id=="b") | .waiting`)
+		out, _ := command(dir, lm, args...).Output()
 		if strings.TrimSpace(string(out)) == "true" {
 			return nil
 		}

@@ -52,10 +52,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// issued, cannot be continued: the client reloads its state.
 	if resume {
 		switch {
-		case storeID != "" && storeID != s.opts.Env.Store.Identity():
+		case storeID != "" && storeID != queue.Identity(r.Context(), &s.opts.Env):
 			writeResync(out, "store_changed", cursor)
 			resume = false
-		case last > cursor:
+		case last > cursor && !s.issued(r, last):
 			writeResync(out, "unknown_event_id", cursor)
 			resume = false
 		}
@@ -127,6 +127,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// issued says whether the store holds events up to id: another gateway on
+// the same database may have handed the client an id this one's feed has
+// not caught up with yet.
+func (s *Server) issued(r *http.Request, id uint64) bool {
+	last, err := queue.LastEvent(r.Context(), &s.opts.Env)
+	return err == nil && id <= last
 }
 
 // resumePoint reads where a stream resumes: Last-Event-ID, else ?since=.

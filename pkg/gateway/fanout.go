@@ -85,7 +85,7 @@ func (h *fanout) join() (leave func()) {
 
 // run follows the store until ctx ends.
 func (h *fanout) run(ctx context.Context) {
-	changes, unsubscribe, err := h.env.Store.Watch()
+	changes, unsubscribe, err := queue.Changes(ctx, h.env)
 	if err != nil {
 		h.log.Error("cannot watch the store; event streams will not update", "err", err)
 		close(h.ready)

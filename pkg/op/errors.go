@@ -39,9 +39,9 @@ var contract = [...]struct {
 	KindInternal:     {"internal or unexpected error", "internal", http.StatusInternalServerError},
 	KindInvalid:      {"usage error or invalid input (nothing was written)", "invalid_input", 0}, // the route's: see HTTPStatus
 	KindNotFound:     {"not found", "not_found", http.StatusNotFound},
-	KindConflict:     {"conflict with the stored state (e.g. editing a consumed instruction)", "conflict", http.StatusConflict},
+	KindConflict:     {"conflict with the stored state (e.g. editing a consumed instruction, or one another process changed meanwhile)", "conflict", http.StatusConflict},
 	KindDenied:       {"denied (allowlist, authentication, a path outside the project)", "denied", http.StatusForbidden},
-	KindUnavailable:  {"unavailable (store locked past --lock-timeout, a damaged store refusing writes, model or server down)", "unavailable", http.StatusServiceUnavailable},
+	KindUnavailable:  {"unavailable (store locked past --lock-timeout, a damaged store refusing writes, the queue's database unreachable or on another schema version, model or server down)", "unavailable", http.StatusServiceUnavailable},
 	KindTimeout:      {"timed out, or nothing available (a wait that ended empty)", "timeout", http.StatusGatewayTimeout},
 	KindChecksFailed: {"checks failed (lm verify, lm store check, a damaged record or page met while reading the store)", "checks_failed", 0}, // the route's: see HTTPStatus
 }

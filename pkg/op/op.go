@@ -109,7 +109,13 @@ func (m Meta) Group() string { return m.Path[0] }
 // that are the transport's and an environment that is the person's.
 type Env struct {
 	Store *store.Store
-	Home  string // LM_HOME: config, templates, logs
+	// Queue, when set, is the URL of the database that holds the queue
+	// (postgres://…) in place of Store, which keeps what is local.
+	// QueueErr is why the configured one cannot be used: it fails the
+	// queue's operations only, so lm can still be used to mend it.
+	Queue    string
+	QueueErr error
+	Home     string // LM_HOME: config, templates, logs
 	// Stdin and Stdout are the caller's own streams: the command line's.
 	// Faces whose streams carry a protocol leave them nil.
 	Stdin  io.Reader

@@ -78,14 +78,11 @@ func consumeHistory(b *testing.B, env *op.Env, n int) {
 	for done := 0; done < n; {
 		batch := min(n-done, 100_000)
 		err := update(context.Background(), env, func(t *tx) error {
-			order := t.lastOrder()
+			order := t.LastOrder()
 			for i := range batch {
-				order += orderStep
-				r, err := t.add(fmt.Sprintf("old %d", done+i), order)
-				if err != nil {
-					return err
-				}
-				if err := t.addCounter(kPending, 1); err != nil {
+				order += OrderStep
+				r := t.record(fmt.Sprintf("old %d", done+i), order)
+				if err := t.Insert([]Record{r}); err != nil {
 					return err
 				}
 				if _, err := t.consume(r, "history"); err != nil {

@@ -126,7 +126,7 @@ func Config(ctx context.Context, env *op.Env, in ConfigInput) (ConfigOutput, err
 		if in.AgentStaleAfterSeconds != nil {
 			s.AgentStaleAfterSeconds = *in.AgentStaleAfterSeconds
 		}
-		if err := t.putSettings(s); err != nil {
+		if err := t.PutSettings(s); err != nil {
 			return err
 		}
 		return t.emit(EventConfigUpdated, s)
@@ -178,7 +178,7 @@ const (
 // number is unset; an empty text is no text). A value out of bounds is an
 // error naming the variable, not a silent default.
 func seededSettings(env *op.Env) (Settings, error) {
-	s := defaultSettings()
+	s := DefaultSettings()
 	for _, v := range []struct {
 		name     string
 		into     *int

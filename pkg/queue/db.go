@@ -2,14 +2,13 @@ package queue
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/oklog/ulid/v2"
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/op"
@@ -19,7 +18,7 @@ import (
 // The queue's buckets. Every read decodes through their declarations, so a
 // damaged record fails the transaction with the bucket and key named.
 var (
-	itemsBucket    = store.JSON("queue.items", store.AnyKey, record.check)             // id -> record
+	itemsBucket    = store.JSON("queue.items", store.AnyKey, Record.check)             // id -> record
 	pendingBucket  = store.Text("queue.pending", store.Uint64Key)                      // order (uint64 BE) -> id
 	consumedBucket = store.Text("queue.consumed", store.PrefixedUint64Key)             // consumed_at (unix ns BE) + id -> id
 	metaBucket     = store.Declare("queue.meta", store.AnyKey, decodeMeta, encodeMeta) // counters and settings
@@ -56,7 +55,7 @@ func decodeMeta(k, v []byte) (meta, error) {
 			return meta{}, fmt.Errorf("counter is %d bytes, not 8", len(v))
 		}
 	case string(kSettings):
-		m.settings = defaultSettings()
+		m.settings = DefaultSettings()
 		if err := json.Unmarshal(v, &m.settings); err != nil {
 			return meta{}, err
 		}
@@ -66,32 +65,51 @@ func decodeMeta(k, v []byte) (meta, error) {
 
 func encodeMeta(m meta) ([]byte, error) { return m.raw, nil }
 
-// orderStep spaces the sort keys of appended instructions.
-const orderStep = 1 << 20
+// OrderStep spaces the sort keys of appended instructions.
+const OrderStep = 1 << 20
 
-// tx wraps a bbolt transaction with the queue's bucket operations. In a
+// boltStorage keeps the queue in the local bbolt store.
+type boltStorage struct{ *store.Store }
+
+var (
+	_ Storage = boltStorage{}
+	_ Tx      = (*boltTx)(nil)
+)
+
+func (s boltStorage) Update(ctx context.Context, fn func(Tx) error) error {
+	return s.Store.Update(ctx, func(b *bolt.Tx) error {
+		t := &boltTx{Tx: b}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.trimEvents()
+	})
+}
+
+func (s boltStorage) View(ctx context.Context, fn func(Tx) error) error {
+	return s.Store.View(ctx, func(b *bolt.Tx) error { return fn(&boltTx{Tx: b}) })
+}
+
+// boltTx wraps a bbolt transaction with the queue's bucket operations. In a
 // read-only transaction missing buckets read as empty.
 //
 // Readers return zero values after meeting a damaged record and remember the
-// first such error in err; update and view return it in place of whatever
-// the function made of the zero values, so nothing built on them is
-// committed or shown.
-type tx struct {
+// first such error in err (see [Tx]).
+type boltTx struct {
 	*bolt.Tx
-	now time.Time
-	// seed are the settings of a store that has none stored yet.
-	seed Settings
-	err  error
+	err error
 }
 
+func (t *boltTx) Err() error { return t.err }
+
 // fail remembers the first damaged record met.
-func (t *tx) fail(err error) {
+func (t *boltTx) fail(err error) {
 	if t.err == nil {
 		t.err = err
 	}
 }
 
-func (t *tx) bucket(name []byte) *bolt.Bucket {
+func (t *boltTx) bucket(name []byte) *bolt.Bucket {
 	if b := t.Bucket(name); b != nil || !t.Writable() {
 		return b
 	}
@@ -104,7 +122,7 @@ func (t *tx) bucket(name []byte) *bolt.Bucket {
 
 func u64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 
-func (t *tx) counter(key []byte) int {
+func (t *boltTx) counter(key []byte) int {
 	v, ok, err := metaBucket.Get(t.Tx, key)
 	if err != nil {
 		t.fail(err)
@@ -115,27 +133,25 @@ func (t *tx) counter(key []byte) int {
 	return int(binary.BigEndian.Uint64(v.raw))
 }
 
-func (t *tx) addCounter(key []byte, delta int) error {
+func (t *boltTx) addCounter(key []byte, delta int) error {
 	return t.bucket(bMeta).Put(key, u64(uint64(t.counter(key)+delta)))
 }
 
-func (t *tx) settings() Settings {
+func (t *boltTx) Counts() (pending, consumed int) {
+	return t.counter(kPending), t.counter(kConsumed)
+}
+
+// Settings are decoded, with defaults for settings stored before they
+// existed, by the record layer that checks them.
+func (t *boltTx) Settings() (Settings, bool) {
 	m, ok, err := metaBucket.Get(t.Tx, kSettings)
 	if err != nil {
 		t.fail(err)
 	}
-	if !ok {
-		return t.seed
-	}
-	return m.settings
+	return m.settings, ok && err == nil
 }
 
-func (t *tx) hasSettings() bool {
-	b := t.bucket(bMeta)
-	return b != nil && b.Get(kSettings) != nil
-}
-
-func (t *tx) putSettings(s Settings) error {
+func (t *boltTx) PutSettings(s Settings) error {
 	v, err := json.Marshal(s)
 	if err != nil {
 		return err
@@ -143,7 +159,7 @@ func (t *tx) putSettings(s Settings) error {
 	return t.bucket(bMeta).Put(kSettings, v)
 }
 
-func (t *tx) get(id string) (record, bool) {
+func (t *boltTx) Get(id string) (Record, bool) {
 	r, ok, err := itemsBucket.Get(t.Tx, []byte(id))
 	if err != nil {
 		t.fail(err)
@@ -151,8 +167,29 @@ func (t *tx) get(id string) (record, bool) {
 	return r, ok
 }
 
-func (t *tx) put(r record) error {
+func (t *boltTx) put(r Record) error {
 	return itemsBucket.Put(t.Tx, []byte(r.ID), r)
+}
+
+func (t *boltTx) Match(s string, tail bool, max int) []string {
+	var matches []string
+	b := itemsBucket.Of(t.Tx)
+	if b == nil {
+		return matches
+	}
+	c := b.Cursor()
+	if !tail {
+		for k, _ := c.Seek([]byte(s)); k != nil && bytes.HasPrefix(k, []byte(s)) && len(matches) < max; k, _ = c.Next() {
+			matches = append(matches, string(k))
+		}
+		return matches
+	}
+	for k, _ := c.First(); k != nil && len(matches) < max; k, _ = c.Next() {
+		if bytes.HasSuffix(k, []byte(s)) {
+			matches = append(matches, string(k))
+		}
+	}
+	return matches
 }
 
 // resolve finds the instruction an id names (case-insensitively, as ULIDs
@@ -161,54 +198,45 @@ func (t *tx) put(r record) error {
 // made in one burst, which share most of their characters) also names one:
 // conveniences for a person typing, never for a program, which could act on
 // an instruction it did not mean.
-func (t *tx) resolve(id string, forPerson bool) (record, error) {
+func (t *tx) resolve(id string, forPerson bool) (Record, error) {
 	prefix := strings.ToUpper(strings.TrimSpace(id))
 	if prefix == "" {
-		return record{}, op.Errorf(op.KindInvalid, "an instruction id is required")
+		return Record{}, op.Errorf(op.KindInvalid, "an instruction id is required")
 	}
-	if r, ok := t.get(prefix); ok {
+	if r, ok := t.Get(prefix); ok {
 		return r, nil
 	}
 	if !forPerson {
-		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
+		return Record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
 			WithHint("give the whole id, as queue_list (GET /api/instructions) shows it; prefixes and positions are for lm's command line")
 	}
 	tail, tailOnly := cutTailMark(prefix)
 	if n, ok := queuePosition(prefix); ok {
-		pending := t.pending(n)
+		pending := t.Pending(n)
 		if len(pending) < n {
-			return record{}, op.Errorf(op.KindNotFound, "no pending instruction at position %d (%d pending)", n, len(pending)).
+			return Record{}, op.Errorf(op.KindNotFound, "no pending instruction at position %d (%d pending)", n, len(pending)).
 				WithHint("positions are the # column of lm queue list")
 		}
-		r, _ := t.get(pending[n-1].ID)
-		return r, nil
+		return pending[n-1], nil
 	}
 	var matches []string
 	by := "prefix"
-	if b := itemsBucket.Of(t.Tx); b != nil && !tailOnly {
-		c := b.Cursor()
-		for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)) && len(matches) < 5; k, _ = c.Next() {
-			matches = append(matches, string(k))
-		}
+	if !tailOnly {
+		matches = t.Match(prefix, false, 5)
 	}
-	if b := itemsBucket.Of(t.Tx); b != nil && len(matches) == 0 {
+	if len(matches) == 0 {
 		by = "tail"
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil && len(matches) < 5; k, _ = c.Next() {
-			if bytes.HasSuffix(k, []byte(tail)) {
-				matches = append(matches, string(k))
-			}
-		}
+		matches = t.Match(tail, true, 5)
 	}
 	switch len(matches) {
 	case 0:
-		return record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
+		return Record{}, op.Errorf(op.KindNotFound, "no instruction with id %q", id).
 			WithHint("list ids with: lm queue list --status all")
 	case 1:
-		r, _ := t.get(matches[0])
+		r, _ := t.Get(matches[0])
 		return r, nil
 	default:
-		return record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, id, strings.Join(matches, ", ")).
+		return Record{}, op.Errorf(op.KindInvalid, "id %s %q is ambiguous: it matches %s", by, id, strings.Join(matches, ", ")).
 			WithHint("give more characters of the id")
 	}
 }
@@ -236,8 +264,7 @@ func queuePosition(s string) (int, bool) {
 	return n, err == nil
 }
 
-// position is the 1-based rank of a pending instruction.
-func (t *tx) position(order uint64) int {
+func (t *boltTx) Position(order uint64) int {
 	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return 0
@@ -257,7 +284,8 @@ func (t *tx) position(order uint64) int {
 	return 0
 }
 
-func (t *tx) lastOrder() uint64 {
+// LastOrder needs no lock: bbolt has one writer at a time.
+func (t *boltTx) LastOrder() uint64 {
 	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return 0
@@ -273,56 +301,73 @@ func (t *tx) lastOrder() uint64 {
 	return binary.BigEndian.Uint64(k)
 }
 
-// add appends a pending instruction. The caller counts what it adds, once
-// for a whole batch: a counter written per instruction was 5% of a large
-// add.
-func (t *tx) add(content string, order uint64) (record, error) {
-	r := record{
-		ID:        ulid.MustNew(ulid.Timestamp(t.now), ulid.DefaultEntropy()).String(),
-		Content:   content,
-		Status:    StatusPending,
-		CreatedAt: t.now,
-		UpdatedAt: t.now,
-		Order:     order,
+// Insert counts what it adds once for the whole batch: a counter written
+// per instruction was 5% of a large add.
+func (t *boltTx) Insert(rs []Record) error {
+	for _, r := range rs {
+		if err := t.put(r); err != nil {
+			return err
+		}
+		if err := t.bucket(bPending).Put(u64(r.Order), []byte(r.ID)); err != nil {
+			return err
+		}
 	}
-	if err := t.put(r); err != nil {
-		return r, err
-	}
-	return r, t.bucket(bPending).Put(u64(order), []byte(r.ID))
+	return t.addCounter(kPending, len(rs))
 }
 
-// consume marks a pending instruction consumed by agent.
-func (t *tx) consume(r record, agent string) (record, error) {
-	if err := t.bucket(bPending).Delete(u64(r.Order)); err != nil {
-		return r, err
+// current reads the stored instruction r replaces, checking its version.
+func (t *boltTx) current(r Record) (Record, error) {
+	old, ok := t.Get(r.ID)
+	if t.err != nil {
+		return old, t.err
 	}
-	now := t.now
-	r.Status = StatusConsumed
-	r.ConsumedAt = &now
-	r.ConsumedByAgentID = &agent
-	r.UpdatedAt = now
-	r.Unacknowledged, r.Consumer = true, self()
+	if !ok || old.Version != r.Version {
+		return old, ErrConflict
+	}
+	return old, nil
+}
+
+func (t *boltTx) Replace(r Record) error {
+	old, err := t.current(r)
+	if err != nil {
+		return err
+	}
+	if err := t.unindex(old); err != nil {
+		return err
+	}
+	r.Version++
 	if err := t.put(r); err != nil {
-		return r, err
+		return err
+	}
+	if r.Status == StatusPending {
+		if err := t.bucket(bPending).Put(u64(r.Order), []byte(r.ID)); err != nil {
+			return err
+		}
+		return t.addCounter(kPending, 1)
 	}
 	if err := t.bucket(bConsumed).Put(consumedKey(r), []byte(r.ID)); err != nil {
-		return r, err
+		return err
 	}
-	if err := t.addCounter(kPending, -1); err != nil {
-		return r, err
-	}
-	return r, t.addCounter(kConsumed, 1)
+	return t.addCounter(kConsumed, 1)
 }
 
-func consumedKey(r record) []byte {
+func consumedKey(r Record) []byte {
 	return append(u64(uint64(r.ConsumedAt.UnixNano())), r.ID...)
 }
 
-// remove deletes an instruction and its index entries.
-func (t *tx) remove(r record) error {
+func (t *boltTx) Remove(r Record) error {
+	old, err := t.current(r)
+	if err != nil {
+		return err
+	}
 	if err := t.bucket(bItems).Delete([]byte(r.ID)); err != nil {
 		return err
 	}
+	return t.unindex(old)
+}
+
+// unindex takes a stored instruction out of its status's index and count.
+func (t *boltTx) unindex(r Record) error {
 	if r.Status == StatusPending {
 		if err := t.bucket(bPending).Delete(u64(r.Order)); err != nil {
 			return err
@@ -335,35 +380,28 @@ func (t *tx) remove(r record) error {
 	return t.addCounter(kConsumed, -1)
 }
 
-// pending returns pending instructions in queue order; limit 0 means all.
-func (t *tx) pending(limit int) []Instruction {
-	var out []Instruction
+func (t *boltTx) Pending(limit int) []Record {
+	var out []Record
 	b := pendingBucket.Of(t.Tx)
 	if b == nil {
 		return out
 	}
 	c := b.Cursor()
-	pos := 0
 	for k, v := c.First(); k != nil && (limit == 0 || len(out) < limit); k, v = c.Next() {
 		id, err := pendingBucket.Decode(k, v)
 		if err != nil {
 			t.fail(err)
 			return nil
 		}
-		pos++
-		r, ok := t.get(id)
-		if !ok {
-			continue
+		if r, ok := t.Get(id); ok {
+			out = append(out, r)
 		}
-		out = append(out, r.instruction(pos))
 	}
 	return out
 }
 
-// consumed returns consumed instructions, oldest consumed first; with limit
-// > 0 only the most recent limit of them.
-func (t *tx) consumed(limit int) []Instruction {
-	var out []Instruction
+func (t *boltTx) Consumed(limit int) []Record {
+	var out []Record
 	b := consumedBucket.Of(t.Tx)
 	if b == nil {
 		return out
@@ -375,8 +413,8 @@ func (t *tx) consumed(limit int) []Instruction {
 			t.fail(err)
 			return false
 		}
-		if r, ok := t.get(id); ok {
-			out = append(out, r.instruction(0))
+		if r, ok := t.Get(id); ok {
+			out = append(out, r)
 		}
 		return true
 	}
@@ -400,8 +438,10 @@ func (t *tx) consumed(limit int) []Instruction {
 	return out
 }
 
-// renumber rewrites the pending sort keys in the given id order.
-func (t *tx) renumber(ids []string) error {
+// Reorder rewrites the pending sort keys in the given id order. Nothing
+// can change the order between the caller's read and this, as bbolt has one
+// writer at a time.
+func (t *boltTx) Reorder(_, ids []string) error {
 	b := t.bucket(bPending)
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil; k, _ = c.First() {
@@ -410,8 +450,8 @@ func (t *tx) renumber(ids []string) error {
 		}
 	}
 	for i, id := range ids {
-		r, _ := t.get(id)
-		r.Order = uint64(i+1) * orderStep
+		r, _ := t.Get(id)
+		r.Order = uint64(i+1) * OrderStep
 		if err := t.put(r); err != nil {
 			return err
 		}
@@ -422,7 +462,7 @@ func (t *tx) renumber(ids []string) error {
 	return nil
 }
 
-func (t *tx) agent(id string) (Agent, bool) {
+func (t *boltTx) Agent(id string) (Agent, bool) {
 	a, ok, err := agentsBucket.Get(t.Tx, []byte(id))
 	if err != nil {
 		t.fail(err)
@@ -430,51 +470,36 @@ func (t *tx) agent(id string) (Agent, bool) {
 	return a, ok
 }
 
-func (t *tx) putAgent(a Agent) error {
+func (t *boltTx) PutAgent(a Agent) error {
 	a.Waiting, a.Connected = false, false // derived on read
 	return agentsBucket.Put(t.Tx, []byte(a.AgentID), a)
 }
 
-// agents returns every agent, most recently seen first, with the derived
-// waiting and connected flags.
-func (t *tx) agents(now time.Time, staleAfter int) []Agent {
+func (t *boltTx) Agents() []Agent {
 	out := []Agent{}
 	if err := agentsBucket.ForEach(t.Tx, func(_ []byte, a Agent) error {
-		out = append(out, a.derive(now, staleAfter))
+		out = append(out, a)
 		return nil
 	}); err != nil {
 		t.fail(err)
 	}
-	sortAgents(out)
 	return out
 }
 
-// derive fills the flags that depend on the time of reading.
-func (a Agent) derive(now time.Time, staleAfter int) Agent {
-	a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
-	a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= time.Duration(staleAfter)*time.Second
-	return a
-}
-
-// emitAgent records a status.changed event with the agent as it stands now.
-func (t *tx) emitAgent(a Agent) error {
-	return t.emit(EventStatusChanged, a.derive(t.now, t.settings().AgentStaleAfterSeconds))
-}
-
-// oldestPending is the head of the queue.
-func (t *tx) oldestPending() (record, bool) {
+// Claim needs no reservation: bbolt has one writer at a time.
+func (t *boltTx) Claim() (Record, bool) {
 	b := pendingBucket.Of(t.Tx)
 	if b == nil {
-		return record{}, false
+		return Record{}, false
 	}
 	k, v := b.Cursor().First()
 	if k == nil {
-		return record{}, false
+		return Record{}, false
 	}
 	id, err := pendingBucket.Decode(k, v)
 	if err != nil {
 		t.fail(err)
-		return record{}, false
+		return Record{}, false
 	}
-	return t.get(id)
+	return t.Get(id)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -18,12 +17,12 @@ const (
 	EventConfigUpdated = "config.updated"
 )
 
-// eventRetention is how many events the store keeps for replay (watch
+// EventRetention is how many events the store keeps for replay (watch
 // --since, SSE Last-Event-ID); older ones are dropped as new ones arrive,
-// a trimBatch at a time, so most commits leave the oldest page alone.
+// a TrimBatch at a time, so most commits leave the oldest page alone.
 const (
-	eventRetention = 10000
-	trimBatch      = 1000
+	EventRetention = 10000
+	TrimBatch      = 1000
 )
 
 // Event is one change to the queue, recorded in the same transaction as the
@@ -35,11 +34,7 @@ type Event struct {
 	Data      json.RawMessage `json:"data" jsonschema:"the full item: an instruction, an agent, the settings, or {id} for a deletion"`
 }
 
-func (t *tx) emit(typ string, data any) error {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return err
-	}
+func (t *boltTx) Emit(typ string, at time.Time, raw json.RawMessage) error {
 	b := t.bucket(bEvents)
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -49,15 +44,15 @@ func (t *tx) emit(typ string, data any) error {
 	// marshalled again: batches of adds emit one event per instruction.
 	v := make([]byte, 0, len(raw)+96)
 	v = fmt.Appendf(v, `{"id":%d,"type":%q,"timestamp":"`, seq, typ)
-	v = t.now.AppendFormat(v, time.RFC3339Nano)
+	v = at.AppendFormat(v, time.RFC3339Nano)
 	v = append(append(append(v, `","data":`...), raw...), '}')
 	return b.Put(u64(seq), v)
 }
 
-// skipEvents advances the event sequence by n without recording events:
+// SkipEvents advances the event sequence by n without recording events:
 // a batch larger than the retention window would only write events to trim
 // them again. Readers resuming from before the gap see events were lost.
-func (t *tx) skipEvents(n int) error {
+func (t *boltTx) SkipEvents(n int) error {
 	if n <= 0 {
 		return nil
 	}
@@ -68,12 +63,12 @@ func (t *tx) skipEvents(n int) error {
 // trimEvents drops the events older than the retention window, once per
 // transaction: trimming one at a time made every append re-walk the
 // deleted keys at the head of the bucket.
-func (t *tx) trimEvents() error {
+func (t *boltTx) trimEvents() error {
 	b := t.Bucket(bEvents)
-	if b == nil || b.Sequence() <= eventRetention {
+	if b == nil || b.Sequence() <= EventRetention {
 		return nil
 	}
-	oldest := b.Sequence() - eventRetention
+	oldest := b.Sequence() - EventRetention
 	c := b.Cursor()
 	first, _ := c.First()
 	if first == nil {
@@ -82,7 +77,7 @@ func (t *tx) trimEvents() error {
 	if err := eventsBucket.CheckKey(first); err != nil {
 		return err
 	}
-	if binary.BigEndian.Uint64(first)+trimBatch > oldest {
+	if binary.BigEndian.Uint64(first)+TrimBatch > oldest {
 		return nil // not a whole batch beyond the window yet
 	}
 	// Deleted by key alone: an event on its way out is never read.
@@ -104,9 +99,9 @@ func (t *tx) trimEvents() error {
 	return nil
 }
 
-// eventsSince returns the events after seq, oldest first, at most limit
+// EventsSince returns the events after seq, oldest first, at most limit
 // (0: no limit).
-func (t *tx) eventsSince(seq uint64, limit int) []Event {
+func (t *boltTx) EventsSince(seq uint64, limit int) []Event {
 	var out []Event
 	b := eventsBucket.Of(t.Tx)
 	if b == nil {
@@ -124,17 +119,13 @@ func (t *tx) eventsSince(seq uint64, limit int) []Event {
 	return out
 }
 
-// lastEvent is the sequence number of the newest event, 0 for none.
-func (t *tx) lastEvent() uint64 {
+// LastEvent is the sequence number of the newest event, 0 for none.
+func (t *boltTx) LastEvent() uint64 {
 	b := t.bucket(bEvents)
 	if b == nil {
 		return 0
 	}
 	return b.Sequence()
-}
-
-func sortAgents(a []Agent) {
-	sort.Slice(a, func(i, j int) bool { return a[i].LastSeenAt.After(a[j].LastSeenAt) })
 }
 
 func instructionDeleted(id string) map[string]string { return map[string]string{"id": id} }

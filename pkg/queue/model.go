@@ -35,8 +35,8 @@ type Instruction struct {
 	Order uint64 `json:"-"`
 }
 
-// record is the stored form of an instruction; the position is derived.
-type record struct {
+// Record is the stored form of an instruction; the position is derived.
+type Record struct {
 	ID                string     `json:"id"`
 	Content           string     `json:"content"`
 	Status            string     `json:"status"`
@@ -45,6 +45,9 @@ type record struct {
 	ConsumedAt        *time.Time `json:"consumed_at,omitempty"`
 	ConsumedByAgentID *string    `json:"consumed_by_agent_id,omitempty"`
 	Order             uint64     `json:"order"`
+	// Version counts the changes to the stored instruction, so a change
+	// computed from an older one is refused (see [Tx.Replace]).
+	Version uint64 `json:"version,omitempty"`
 	// Unacknowledged is set from the moment an instruction is consumed
 	// until the consuming process has written it out; Consumer names that
 	// process, so a reader can tell a delivery in progress from one whose
@@ -55,7 +58,7 @@ type record struct {
 
 // check rejects a stored record no code path writes: its id, status and
 // the fields a consumed instruction needs are what the queue relies on.
-func (r record) check() error {
+func (r Record) check() error {
 	switch {
 	case r.ID == "":
 		return errors.New("no id")
@@ -70,7 +73,7 @@ func (r record) check() error {
 	return nil
 }
 
-func (r record) instruction(position int) Instruction {
+func (r Record) instruction(position int) Instruction {
 	in := Instruction{ID: r.ID, Content: r.Content, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		ConsumedAt: r.ConsumedAt, ConsumedByAgentID: r.ConsumedByAgentID, Order: r.Order,
 		Unconfirmed: r.Status == StatusConsumed && r.Unacknowledged && (r.Consumer == nil || !r.Consumer.Alive())}
@@ -98,7 +101,9 @@ const (
 	ClientTimeoutSeconds = 50
 )
 
-func defaultSettings() Settings {
+// DefaultSettings are the settings of a new queue, and of a setting a
+// stored one lacks.
+func DefaultSettings() Settings {
 	return Settings{DefaultWaitSeconds: DefaultWaitSeconds, DefaultEmptyResponse: DefaultEmptyResponse, AgentStaleAfterSeconds: DefaultAgentStaleAfter}
 }
 

@@ -68,7 +68,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 
 	// Subscribe before the first look at the queue so that an instruction
 	// added between the look and the wait still wakes us.
-	changes, unsubscribe, err := env.Store.Watch()
+	changes, unsubscribe, err := Changes(ctx, env)
 	if err != nil {
 		return NextOutput{}, err
 	}
@@ -89,18 +89,18 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
 				deadline = start.Add(wait)
 			}
-			a, _ := t.agent(agent)
+			a, _ := t.Agent(agent)
 			a.AgentID, a.LastSeenAt = agent, t.now
 			if current.Load() != gen {
 				return nil // superseded: take nothing
 			}
-			if r, ok := t.oldestPending(); ok {
+			if r, ok := t.Claim(); ok {
 				r, err := t.consume(r, agent)
 				if err != nil {
 					return err
 				}
 				a.LastFetchAt, a.LastResultType, a.WaitingUntil = &t.now, ResultInstruction, nil
-				if err := t.putAgent(a); err != nil {
+				if err := t.PutAgent(a); err != nil {
 					return err
 				}
 				if err := t.emit(EventConsumed, r.instruction(0)); err != nil {
@@ -111,7 +111,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				}
 				out = NextOutput{Status: "ok", ResultType: ResultInstruction,
 					Instruction:      &Delivered{ID: r.ID, Content: r.Content, ConsumedAt: *r.ConsumedAt},
-					RemainingPending: t.counter(kPending)}
+					RemainingPending: pendingCount(t)}
 				claimed = true
 				// A client that gave up while we committed must not get
 				// an instruction it will never see: roll back.
@@ -121,7 +121,7 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				return nil
 			}
 			a.WaitingUntil = &deadline
-			if err := t.putAgent(a); err != nil {
+			if err := t.PutAgent(a); err != nil {
 				return err
 			}
 			return t.emitAgent(a)
@@ -141,6 +141,12 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 	}
 	for {
 		ok, err := claim()
+		if err != nil && waiting != "" && op.KindOf(err) == op.KindUnavailable {
+			// The store went away while we waited (a database
+			// restarting): keep waiting. Its watch signals again once it
+			// is back, and the next look finds what was added meanwhile.
+			err = nil
+		}
 		if err != nil {
 			finish(env, agent, "", false)
 			return NextOutput{}, err
@@ -191,18 +197,23 @@ func finish(env *op.Env, agent, result string, fetched bool) int {
 	defer cancel()
 	pending := 0
 	update(ctx, env, func(t *tx) error {
-		a, _ := t.agent(agent)
+		a, _ := t.Agent(agent)
 		a.AgentID, a.LastSeenAt, a.WaitingUntil = agent, t.now, nil
 		if fetched {
 			a.LastFetchAt, a.LastResultType = &t.now, result
 		}
-		pending = t.counter(kPending)
-		if err := t.putAgent(a); err != nil {
+		pending = pendingCount(t)
+		if err := t.PutAgent(a); err != nil {
 			return err
 		}
 		return t.emitAgent(a)
 	})
 	return pending
+}
+
+func pendingCount(t *tx) int {
+	n, _ := t.Counts()
+	return n
 }
 
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }

@@ -2,11 +2,11 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/gatewayd"
@@ -15,56 +15,6 @@ import (
 
 // MaxContentBytes bounds one instruction's text.
 const MaxContentBytes = 1 << 20
-
-func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.Update(ctx, func(b *bolt.Tx) error {
-		t, err := newTx(b, env)
-		if err != nil {
-			return err
-		}
-		if !t.hasSettings() {
-			// The first write to a store keeps the settings it was
-			// started with, so every later process reads the same ones.
-			if err := t.putSettings(t.seed); err != nil {
-				return err
-			}
-		}
-		err = fn(t)
-		if t.err != nil {
-			return t.err
-		}
-		if err != nil {
-			return err
-		}
-		return t.trimEvents()
-	})
-}
-
-func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
-	return env.Store.View(ctx, func(b *bolt.Tx) error {
-		t, err := newTx(b, env)
-		if err != nil {
-			return err
-		}
-		err = fn(t)
-		if t.err != nil {
-			return t.err
-		}
-		return err
-	})
-}
-
-// newTx wraps a transaction; while the store holds no settings yet, they
-// are the ones seeded from the environment.
-func newTx(b *bolt.Tx, env *op.Env) (*tx, error) {
-	t := &tx{Tx: b, now: env.Now().UTC(), seed: defaultSettings()}
-	if t.hasSettings() {
-		return t, nil
-	}
-	var err error
-	t.seed, err = seededSettings(env)
-	return t, err
-}
 
 // checkContent rejects text no instruction may have.
 func checkContent(content string) error {
@@ -118,19 +68,22 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 	var out AddOutput
 	err := update(ctx, env, func(t *tx) error {
 		out = AddOutput{}
-		order := t.lastOrder()
-		base := t.counter(kPending)
-		unrecorded := len(contents) - eventRetention
-		if err := t.skipEvents(unrecorded); err != nil {
+		order := t.LastOrder()
+		base, _ := t.Counts()
+		records := make([]Record, len(contents))
+		for i, c := range contents {
+			order += OrderStep
+			records[i] = t.record(c, order)
+		}
+		if err := t.Insert(records); err != nil {
+			return err
+		}
+		unrecorded := len(contents) - EventRetention
+		if err := t.SkipEvents(unrecorded); err != nil {
 			return err
 		}
 		out.Items = make([]Instruction, 0, len(contents))
-		for i, c := range contents {
-			order += orderStep
-			r, err := t.add(c, order)
-			if err != nil {
-				return err
-			}
+		for i, r := range records {
 			item := r.instruction(base + i + 1)
 			if i >= unrecorded {
 				if err := t.emit(EventCreated, item); err != nil {
@@ -139,7 +92,7 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 			}
 			out.Items = append(out.Items, item)
 		}
-		return t.addCounter(kPending, len(contents))
+		return nil
 	})
 	if err != nil {
 		return AddOutput{}, err
@@ -211,13 +164,13 @@ func Show(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 		if err != nil {
 			return err
 		}
-		out.Item = r.instruction(t.position(r.Order))
+		out.Item = r.instruction(t.Position(r.Order))
 		return nil
 	})
 	return out, err
 }
 
-func errConsumed(r record, verb string) error {
+func errConsumed(r Record, verb string) error {
 	return op.Errorf(op.KindConflict, "instruction %s was already consumed by %s at %s; only pending instructions can be %s",
 		r.ID, deref(r.ConsumedByAgentID), r.ConsumedAt.Format(time.RFC3339), verb)
 }
@@ -243,10 +196,11 @@ func Edit(ctx context.Context, env *op.Env, in EditInput) (ItemOutput, error) {
 			return errConsumed(r, "edited")
 		}
 		r.Content, r.UpdatedAt = in.Content, t.now
-		if err := t.put(r); err != nil {
+		if err := conflictOr(t, t.Replace(r), r.ID, "edited"); err != nil {
 			return err
 		}
-		out.Item = r.instruction(t.position(r.Order))
+		r.Version++
+		out.Item = r.instruction(t.Position(r.Order))
 		return t.emit(EventUpdated, out.Item)
 	})
 	return out, err
@@ -269,7 +223,7 @@ func Remove(ctx context.Context, env *op.Env, in IDInput) (RemoveOutput, error) 
 		if r.Status != StatusPending {
 			return errConsumed(r, "deleted")
 		}
-		if err := t.remove(r); err != nil {
+		if err := conflictOr(t, t.Remove(r), r.ID, "deleted"); err != nil {
 			return err
 		}
 		out = RemoveOutput{ID: r.ID, Deleted: true}
@@ -300,14 +254,16 @@ func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 			return op.Errorf(op.KindInvalid, "position %d is out of range: there are %d pending instructions", in.To, len(pending)).
 				WithHint("give --to between 1 and %d", len(pending))
 		}
+		before := make([]string, 0, len(pending))
 		ids := make([]string, 0, len(pending))
 		for _, p := range pending {
+			before = append(before, p.ID)
 			if p.ID != r.ID {
 				ids = append(ids, p.ID)
 			}
 		}
 		ids = append(ids[:in.To-1], append([]string{r.ID}, ids[in.To-1:]...)...)
-		if err := t.renumber(ids); err != nil {
+		if err := conflictOr(t, t.Reorder(before, ids), r.ID, "moved"); err != nil {
 			return err
 		}
 		out.Items = t.pending(0)
@@ -354,7 +310,7 @@ func Status(ctx context.Context, env *op.Env, _ Empty) (StatusOutput, error) {
 		out = status(t, env.Started)
 		return nil
 	})
-	out.StoreID = env.Store.Identity()
+	out.StoreID = Identity(ctx, env)
 	return out, err
 }
 
@@ -377,11 +333,11 @@ func status(t *tx, started time.Time) StatusOutput {
 	s := t.settings()
 	out := StatusOutput{
 		Server:    ServerStatus{Status: "up", StartedAt: started.UTC()},
-		Agents:    t.agents(t.now, s.AgentStaleAfterSeconds),
-		Queue:     QueueCounts{PendingCount: t.counter(kPending), ConsumedCount: t.counter(kConsumed)},
+		Agents:    t.agents(s.AgentStaleAfterSeconds),
 		Settings:  s,
-		LastEvent: t.lastEvent(),
+		LastEvent: t.LastEvent(),
 	}
+	out.Queue.PendingCount, out.Queue.ConsumedCount = t.Counts()
 	if len(out.Agents) > 0 {
 		out.Agent = &out.Agents[0]
 	}
@@ -423,27 +379,16 @@ func Prune(ctx context.Context, env *op.Env, in PruneInput) (PruneOutput, error)
 	err := update(ctx, env, func(t *tx) error {
 		out = PruneOutput{}
 		cutoff := t.now.Add(-age)
-		b := t.bucket(bConsumed)
-		c := b.Cursor()
-		var victims []record
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			id, err := consumedBucket.Decode(k, v)
-			if err != nil {
-				return err
-			}
-			r, ok := t.get(id)
-			if !ok || (age > 0 && !r.ConsumedAt.Before(cutoff)) {
+		for _, r := range t.Consumed(0) {
+			if age > 0 && !r.ConsumedAt.Before(cutoff) {
 				break
 			}
-			victims = append(victims, r)
-		}
-		for _, r := range victims {
-			if err := t.remove(r); err != nil {
-				return err
+			if err := t.Remove(r); err != nil && !errors.Is(err, ErrConflict) {
+				return err // another prune took it meanwhile: no matter
 			}
+			out.Deleted++
 		}
-		out.Deleted = len(victims)
-		out.Remaining = t.counter(kConsumed)
+		_, out.Remaining = t.Counts()
 		return nil
 	})
 	return out, err

@@ -20,8 +20,8 @@ func rebuildIndexes(btx *bolt.Tx) error {
 			}
 		}
 	}
-	var pending, consumed []record
-	err := itemsBucket.ForEach(btx, func(_ []byte, r record) error {
+	var pending, consumed []Record
+	err := itemsBucket.ForEach(btx, func(_ []byte, r Record) error {
 		if r.Status == StatusPending {
 			pending = append(pending, r)
 		} else {
@@ -32,7 +32,7 @@ func rebuildIndexes(btx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	t := &tx{Tx: btx}
+	t := &boltTx{Tx: btx}
 	taken := map[uint64]bool{}
 	for _, r := range pending {
 		if taken[r.Order] { // two survivors claim one place: the later one follows

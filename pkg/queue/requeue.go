@@ -23,12 +23,12 @@ func acknowledge(env *op.Env, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), env.Store.LockTimeout)
 	defer cancel()
 	update(ctx, env, func(t *tx) error {
-		r, ok := t.get(id)
+		r, ok := t.Get(id)
 		if !ok || !r.Unacknowledged {
 			return nil
 		}
 		r.Unacknowledged, r.Consumer = false, nil
-		return t.put(r)
+		return t.Replace(r)
 	})
 }
 
@@ -46,27 +46,22 @@ func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 			return op.Errorf(op.KindConflict, "instruction %s is pending already", r.ID).
 				WithHint("lm queue move %s --to 1 puts it first", r.ID)
 		}
-		if err := t.bucket(bConsumed).Delete(consumedKey(r)); err != nil {
-			return err
-		}
-		if err := t.addCounter(kConsumed, -1); err != nil {
-			return err
-		}
-		if err := t.addCounter(kPending, 1); err != nil {
-			return err
-		}
 		r.Status, r.ConsumedAt, r.ConsumedByAgentID = StatusPending, nil, nil
 		r.Unacknowledged, r.Consumer, r.UpdatedAt = false, nil, t.now
-		if err := t.put(r); err != nil {
+		r.Order = t.LastOrder() + OrderStep
+		if err := conflictOr(t, t.Replace(r), r.ID, "requeued"); err != nil {
 			return err
 		}
+		// Then first: every pending instruction moves down one place.
+		var before []string
 		ids := []string{r.ID}
-		for _, p := range t.pending(0) {
+		for _, p := range t.Pending(0) {
+			before = append(before, p.ID)
 			if p.ID != r.ID {
 				ids = append(ids, p.ID)
 			}
 		}
-		if err := t.renumber(ids); err != nil {
+		if err := conflictOr(t, t.Reorder(before, ids), r.ID, "requeued"); err != nil {
 			return err
 		}
 		// Every pending instruction moved down one place: say so, as a move does.

@@ -14,7 +14,7 @@ type WatchInput struct {
 
 // Watch emits queue events as they are committed by any process.
 func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
-	changes, unsubscribe, err := env.Store.Watch()
+	changes, unsubscribe, err := Changes(ctx, env)
 	if err != nil {
 		return struct{}{}, err
 	}
@@ -22,7 +22,7 @@ func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
 	var cursor uint64
 	if in.Since != nil {
 		cursor = *in.Since
-	} else if err := view(ctx, env, func(t *tx) error { cursor = t.lastEvent(); return nil }); err != nil {
+	} else if err := view(ctx, env, func(t *tx) error { cursor = t.LastEvent(); return nil }); err != nil {
 		return struct{}{}, err
 	}
 	sent := 0
@@ -51,9 +51,16 @@ func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
 	}
 }
 
+// LastEvent is the id of the newest event in the store.
+func LastEvent(ctx context.Context, env *op.Env) (uint64, error) {
+	var last uint64
+	err := view(ctx, env, func(t *tx) error { last = t.LastEvent(); return nil })
+	return last, err
+}
+
 // EventsSince returns up to limit events after the id since (0: no limit).
 func EventsSince(ctx context.Context, env *op.Env, since uint64, limit int) ([]Event, error) {
 	var events []Event
-	err := view(ctx, env, func(t *tx) error { events = t.eventsSince(since, limit); return nil })
+	err := view(ctx, env, func(t *tx) error { events = t.EventsSince(since, limit); return nil })
 	return events, err
 }

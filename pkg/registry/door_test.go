@@ -27,6 +27,7 @@ var doorKeepers = map[string]string{
 	"npmtest":     "test support: whether CI requires node",
 	"keyring":     "talks to the person's D-Bus session, found through the process environment",
 	"keyringtest": "test support: a private keyring daemon",
+	"pgtest":      "test support: whether CI requires PostgreSQL",
 }
 
 // TestHandlersUseEnvAsTheirOnlyDoor: no package under pkg/ reaches

@@ -16,6 +16,7 @@ import (
 	"lmtool.dev/lm/pkg/jobs"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/tasks"
@@ -56,6 +57,7 @@ func All() []op.Operation {
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
+		pgstore.Ops(),
 		admin.Ops(),
 		buildinfo.Ops(),
 		tasks.Ops(),

@@ -1,0 +1,119 @@
+package pgstore
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// hub is a process's one LISTEN connection to a queue database, fanned out
+// to every Watch. It starts with the first Watch.
+type hub struct {
+	mu     sync.Mutex
+	s      *Storage
+	subs   map[chan struct{}]struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (h *hub) init(s *Storage) {
+	h.s, h.subs = s, map[chan struct{}]struct{}{}
+}
+
+// Watch returns a channel signalled after every commit that changed the
+// queue, from any process, and after the listener reconnects: a
+// notification sent while it was away is lost, so waiters read again.
+func (s *Storage) Watch() (<-chan struct{}, func(), error) {
+	h := &s.hub
+	ch := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.cancel == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		ready := make(chan struct{})
+		go h.listen(ctx, ready)
+		h.mu.Unlock()
+		// The first LISTEN is in place before Watch returns, so a change
+		// committed after it signals; a slow or absent database leaves
+		// the caller to its re-reads after reconnecting.
+		select {
+		case <-ready:
+		case <-time.After(5 * time.Second):
+		}
+		h.mu.Lock()
+	}
+	h.subs[ch] = struct{}{}
+	h.mu.Unlock()
+	return ch, func() {
+		h.mu.Lock()
+		delete(h.subs, ch)
+		h.mu.Unlock()
+	}, nil
+}
+
+func (h *hub) broadcast() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// listen holds a connection that LISTENs, reconnecting with a backoff
+// until ctx ends. ready is closed once the first LISTEN is in place.
+func (h *hub) listen(ctx context.Context, ready chan struct{}) {
+	defer close(h.done)
+	signalReady := sync.OnceFunc(func() { close(ready) })
+	defer signalReady()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		if h.session(ctx, signalReady) {
+			backoff = 50 * time.Millisecond
+		}
+		// Whatever was notified while no connection listened is lost:
+		// every waiter reads again.
+		h.broadcast()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// session listens on one connection until it fails; it says whether LISTEN
+// took effect.
+func (h *hub) session(ctx context.Context, listening func()) bool {
+	conn, err := h.s.pool.Acquire(ctx)
+	if err != nil {
+		return false
+	}
+	// The connection keeps a LISTEN and an unknown state: it is closed,
+	// never returned to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+channel); err != nil {
+		return false
+	}
+	listening()
+	h.broadcast() // a reconnect: what changed while away is read again
+	for {
+		if _, err := pc.WaitForNotification(ctx); err != nil {
+			return true
+		}
+		h.broadcast()
+	}
+}
+
+func (h *hub) stop() {
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}

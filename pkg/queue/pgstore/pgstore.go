@@ -1,0 +1,211 @@
+// Package pgstore keeps the queue in a PostgreSQL database a team shares, so
+// any number of gateways and CLIs on any machines serve one queue. Claims
+// take the head of the queue with SELECT … FOR UPDATE SKIP LOCKED and mark it
+// consumed in the same transaction; every commit that changed something
+// sends a NOTIFY, which wakes waiters in every process; events take their
+// ids under one row lock, so they become visible in id order and a reader
+// resuming after an id misses none.
+//
+// Linking the package registers it for postgres:// and postgresql:// URLs
+// (see [queue.RegisterBackend]).
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+)
+
+func init() {
+	queue.RegisterBackend(func(ctx context.Context, url string) (queue.Storage, error) {
+		return Open(ctx, url)
+	}, "postgres", "postgresql")
+}
+
+// channel is the NOTIFY channel of queue changes.
+const channel = "lm_queue"
+
+var (
+	_ queue.Storage = (*Storage)(nil)
+	_ queue.Tx      = (*tx)(nil)
+)
+
+// Storage is a queue in PostgreSQL: a pool of connections and one listener.
+type Storage struct {
+	pool     *pgxpool.Pool
+	shown    string // the URL with its password masked
+	identity string
+	hub      hub
+}
+
+// Redact masks the password of a database URL, for every message and log.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "a database URL that does not parse"
+	}
+	return u.Redacted()
+}
+
+// HasPassword says whether a URL carries its password itself: on a command
+// line, where every process can read it, it must come from the environment
+// (PGPASSWORD, ~/.pgpass) instead.
+func HasPassword(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok || u.Query().Has("password")
+}
+
+// WithPassword puts password into the URL raw, for a password that comes
+// from lm's secrets rather than the environment.
+func WithPassword(raw, password string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", op.Errorf(op.KindInvalid, "queue database URL %s is not valid", Redact(raw))
+	}
+	u.User = url.UserPassword(u.User.Username(), password)
+	return u.String(), nil
+}
+
+// connect opens a pool without checking the schema.
+func connect(ctx context.Context, raw string) (*pgxpool.Pool, string, error) {
+	shown := Redact(raw)
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		// pgx's message may quote the URL, password and all.
+		return nil, shown, op.Errorf(op.KindInvalid, "queue database URL %s is not valid", shown).
+			WithHint("write postgres://USER@HOST:PORT/DATABASE?sslmode=…, with the password in PGPASSWORD")
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, shown, unavailable(shown, err)
+	}
+	return pool, shown, nil
+}
+
+// Open connects to the queue at raw and checks that its schema is the one
+// this lm writes.
+func Open(ctx context.Context, raw string) (*Storage, error) {
+	pool, shown, err := connect(ctx, raw)
+	if err != nil {
+		return nil, err
+	}
+	s := &Storage{pool: pool, shown: shown}
+	if err := s.checkSchema(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.hub.init(s)
+	return s, nil
+}
+
+// Close releases the pool and stops the listener.
+func (s *Storage) Close() {
+	s.hub.stop()
+	s.pool.Close()
+}
+
+func (s *Storage) Identity() string { return s.identity }
+
+// Update runs fn in one READ COMMITTED transaction. A deadlock or
+// serialization failure PostgreSQL reports is retried from the start a few
+// times, since fn only reads and writes through the transaction.
+func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
+	var err error
+	for range 5 {
+		err = s.run(ctx, true, fn)
+		if !retryable(err) {
+			break
+		}
+	}
+	return err
+}
+
+func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
+	return s.run(ctx, false, fn)
+}
+
+func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) error {
+	mode := pgx.ReadOnly
+	if write {
+		mode = pgx.ReadWrite
+	}
+	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: mode})
+	if err != nil {
+		return s.fault(err)
+	}
+	t := &tx{ctx: ctx, tx: ptx, write: write}
+	err = fn(t)
+	if err == nil {
+		err = t.err
+	}
+	if err == nil && write {
+		err = t.flush()
+	}
+	if err != nil {
+		ptx.Rollback(context.WithoutCancel(ctx))
+		if t.claimed {
+			// Waiters that found the head reserved by this transaction
+			// went to sleep; it is theirs again.
+			s.pool.Exec(context.WithoutCancel(ctx), "SELECT pg_notify($1, '')", channel)
+		}
+		return s.fault(err)
+	}
+	return s.fault(ptx.Commit(ctx))
+}
+
+// fault turns what the database or the network reported into the error
+// lm reports: a database that cannot be reached is unavailable (exit 6),
+// with the URL's password masked.
+func (s *Storage) fault(err error) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var oe *op.Error
+	if errors.As(err, &oe) || errors.Is(err, queue.ErrConflict) || retryable(err) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !connectionClass(pe.Code) {
+		return fmt.Errorf("queue database %s: %s (SQLSTATE %s)", s.shown, pe.Message, pe.Code)
+	}
+	return unavailable(s.shown, err)
+}
+
+func unavailable(shown string, err error) error {
+	msg := err.Error()
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		// Its text names user and database, never the password; the
+		// cause alone says what went wrong.
+		msg = errors.Unwrap(ce).Error()
+	}
+	return op.Errorf(op.KindUnavailable, "queue database %s is unavailable: %s", shown, msg).
+		WithHint("check that PostgreSQL runs and the URL, PGPASSWORD and sslmode are right; lm store migrate creates the schema")
+}
+
+// connectionClass is a server error that means the connection, not the
+// statement, failed: class 08, or the server shutting down or starting.
+func connectionClass(code string) bool {
+	return code[:2] == "08" || code == "57P01" || code == "57P02" || code == "57P03"
+}
+
+// retryable is a deadlock or serialization failure: the transaction may
+// succeed when run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}

@@ -1,0 +1,296 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
+	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
+	"lmtool.dev/lm/pkg/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// migrated returns an env whose queue is a new, migrated database.
+func migrated(t *testing.T) *op.Env {
+	t.Helper()
+	url := pgtest.URL(t)
+	if _, err := pgstore.Migrate(context.Background(), url); err != nil {
+		t.Fatal(err)
+	}
+	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Queue: url, Stderr: io.Discard, Now: time.Now}
+}
+
+func TestUnmigratedDatabaseIsRefusedWithTheWayOut(t *testing.T) {
+	url := pgtest.URL(t)
+	env := &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Queue: url, Stderr: io.Discard, Now: time.Now}
+	_, err := queue.List(context.Background(), env, queue.ListInput{})
+	if op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "schema version 0") {
+		t.Fatalf("unmigrated database: %v", err)
+	}
+	if env := op.EnvelopeOf(err); !strings.Contains(env.Suggestion, "lm store migrate") {
+		t.Fatalf("hint %q", env.Suggestion)
+	}
+}
+
+func TestAddClaimRoundTrip(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"one", "two"}}); err != nil {
+		t.Fatal(err)
+	}
+	zero := 0
+	queue.Config(ctx, env, queue.ConfigInput{DefaultWaitSeconds: &zero})
+	out, err := queue.Next(ctx, env, queue.NextInput{AgentID: "a"})
+	if err != nil || out.Instruction == nil || out.Instruction.Content != "one" || out.RemainingPending != 1 {
+		t.Fatalf("next: %+v %v", out, err)
+	}
+	list, err := queue.List(ctx, env, queue.ListInput{})
+	if err != nil || len(list.Items) != 2 || list.Items[0].Content != "two" || list.Items[1].Status != queue.StatusConsumed {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+}
+
+// raced runs first and second as two transactions on two connections, both
+// reading before either writes: second writes after first committed.
+func raced(t *testing.T, s *pgstore.Storage, first, second func(queue.Tx) error) (firstErr, secondErr error) {
+	t.Helper()
+	ctx := context.Background()
+	read, committed := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx queue.Tx) error {
+			tx.Pending(0) // the read both make
+			close(read)
+			<-committed
+			return second(tx)
+		})
+	}()
+	<-read
+	firstErr = s.Update(ctx, first)
+	close(committed)
+	return firstErr, <-done
+}
+
+// Two people change one instruction at once on two connections: the one
+// whose change lands second gets a conflict and the current state, and the
+// first change stands.
+func TestConcurrentEditLosesWithConflict(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	added, err := queue.Add(ctx, env, queue.AddInput{Content: "original"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var stale queue.Record
+	s.View(ctx, func(tx queue.Tx) error { stale, _ = tx.Get(added.Item.ID); return nil })
+	edit := func(text string) func(queue.Tx) error {
+		return func(tx queue.Tx) error {
+			r := stale
+			r.Content = text
+			return tx.Replace(r)
+		}
+	}
+	firstErr, secondErr := raced(t, s, edit("by alice"), edit("by bob"))
+	if firstErr != nil || !errors.Is(secondErr, queue.ErrConflict) {
+		t.Fatalf("first edit: %v; second edit: %v (want ErrConflict)", firstErr, secondErr)
+	}
+	show, err := queue.Show(ctx, env, queue.IDInput{ID: added.Item.ID})
+	if err != nil || show.Item.Content != "by alice" {
+		t.Fatalf("after the race: %+v %v", show.Item, err)
+	}
+}
+
+// Two reorders computed from one order: the second is a conflict, not a
+// silent undoing of the first.
+func TestConcurrentReorderLosesWithConflict(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	added, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"a", "b", "c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := added.Items[0].ID, added.Items[1].ID, added.Items[2].ID
+	s, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before := []string{a, b, c}
+	firstErr, secondErr := raced(t, s,
+		func(tx queue.Tx) error { return tx.Reorder(before, []string{c, a, b}) },
+		func(tx queue.Tx) error { return tx.Reorder(before, []string{b, a, c}) })
+	if firstErr != nil || !errors.Is(secondErr, queue.ErrConflict) {
+		t.Fatalf("first move: %v; second move: %v (want ErrConflict)", firstErr, secondErr)
+	}
+	list, _ := queue.List(ctx, env, queue.ListInput{Status: queue.StatusPending})
+	var order string
+	for _, it := range list.Items {
+		order += it.Content
+	}
+	if order != "cab" {
+		t.Fatalf("order after the race: %s", order)
+	}
+}
+
+// An edit through the operation that loses to another change is exit 4
+// (HTTP 409) naming the instruction as it is now.
+func TestEditConflictReportsCurrentState(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	added, _ := queue.Add(ctx, env, queue.AddInput{Content: "original"})
+	s, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Hold the row in a transaction that changes it while the edit runs.
+	locked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx queue.Tx) error {
+			r, _ := tx.Get(added.Item.ID)
+			r.Content = "changed meanwhile"
+			if err := tx.Replace(r); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	edited := make(chan error, 1)
+	go func() {
+		_, err := queue.Edit(ctx, env, queue.EditInput{ID: added.Item.ID, Content: "mine"})
+		edited <- err
+	}()
+	// The edit read the old version and now waits on the row lock.
+	waitUntilWaiting(t, env.Queue)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	err = <-edited
+	if op.KindOf(err) != op.KindConflict || !strings.Contains(err.Error(), "changed meanwhile") {
+		t.Fatalf("losing edit: %v", err)
+	}
+}
+
+// waitUntilWaiting returns once some session of the database waits on a lock.
+func waitUntilWaiting(t *testing.T, url string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for range 1000 {
+		var n int
+		conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'").Scan(&n)
+		if n > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no session waited on a lock within 10s")
+}
+
+// PostgreSQL restarts while an agent waits: operations meanwhile fail as
+// unavailable (exit 6), and the waiting call carries on and takes the
+// instruction added once the database is back.
+func TestWaitingCallSurvivesDatabaseRestart(t *testing.T) {
+	cluster := pgtest.Own(t)
+	url := cluster.URL(t)
+	ctx := context.Background()
+	if _, err := pgstore.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	env := &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Queue: url, Stderr: io.Discard, Now: time.Now}
+	wait := 120
+	if _, err := queue.Config(ctx, env, queue.ConfigInput{DefaultWaitSeconds: &wait}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan queue.NextOutput, 1)
+	failed := make(chan error, 1)
+	go func() {
+		out, err := queue.Next(ctx, env, queue.NextInput{AgentID: "patient"})
+		if err != nil {
+			failed <- err
+		}
+		got <- out
+	}()
+	for range 1000 {
+		s, _ := queue.Status(ctx, env, queue.Empty{})
+		if s.Agent != nil && s.Agent.Waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cluster.Restart(t)
+	// The pool's connections died with the server: calls fail as
+	// unavailable until it has new ones.
+	var err error
+	for range 100 {
+		if _, err = queue.Add(ctx, env, queue.AddInput{Content: "after the restart"}); err == nil {
+			break
+		}
+		if op.KindOf(err) != op.KindUnavailable || strings.Contains(err.Error(), "password") {
+			t.Fatalf("add during the restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-failed:
+		t.Fatalf("the waiting call ended with %v", err)
+	case out := <-got:
+		if out.Instruction == nil || out.Instruction.Content != "after the restart" {
+			t.Fatalf("the waiting call got %+v", out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the waiting call did not take the instruction added after the restart")
+	}
+}
+
+// A database a newer lm migrated is refused, by the operations and by
+// lm store migrate, rather than misread or downgraded.
+func TestNewerSchemaIsRefused(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE lm_schema SET version = $1", pgstore.SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstore.Open(ctx, env.Queue); op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "newer than this lm understands") {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := pgstore.Migrate(ctx, env.Queue); op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("migrate: %v", err)
+	}
+	var v int
+	conn.QueryRow(ctx, "SELECT version FROM lm_schema").Scan(&v)
+	if v != pgstore.SchemaVersion+1 {
+		t.Fatalf("migrate changed the newer schema to %d", v)
+	}
+}
