@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|cost|throughput|mcp|gateway|postgres LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|follow|cost|throughput|mcp|gateway|postgres LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
 		os.Exit(2)
 	}
 	var err error
@@ -46,6 +46,8 @@ func main() {
 		err = wakeup(os.Args[2])
 	case "idle":
 		err = idleCost(os.Args[2])
+	case "follow":
+		err = followCost(os.Args[2])
 	case "cost":
 		err = cost(os.Args[2])
 	case "throughput":

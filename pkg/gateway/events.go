@@ -35,12 +35,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	caughtUp, leave := s.fanout.join()
+	defer leave()
 	select {
-	case <-s.fanout.ready:
+	case <-caughtUp:
 	case <-r.Context().Done():
 		return
 	}
-	defer s.fanout.join()()
 	sse.Start(w)
 	rc := http.NewResponseController(w)
 	out := bufio.NewWriter(w)

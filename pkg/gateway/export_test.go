@@ -9,3 +9,11 @@ func SetReadTimeouts(header, whole time.Duration) (restore func()) {
 	readHeaderTimeout, readTimeout = header, whole
 	return func() { readHeaderTimeout, readTimeout = h, w }
 }
+
+// SetQuietFollow sets how long an unwatched gateway lets changes pile up
+// before reading them, and returns a function that restores it.
+func SetQuietFollow(d time.Duration) (restore func()) {
+	old := quietFollow
+	quietFollow = d
+	return func() { quietFollow = old }
+}

@@ -18,11 +18,14 @@ import (
 // hundred open pages cost one store read per change, not a hundred. It
 // also notices agents going idle, which no process records: idleness is
 // the passing of time.
+//
+// While no stream is open nobody waits for a change, and the log is the
+// only reader: the fanout then reads at most once per quietFollow, however
+// many commits other processes make meanwhile, so an idle gateway costs
+// next to nothing per outside commit and still logs every change once.
 type fanout struct {
 	env *op.Env
 	log *slog.Logger
-
-	ready chan struct{} // closed once the first read is done
 
 	// kick asks run for a full look at once: a first subscriber needs
 	// the agents' state, which nobody kept current while none listened.
@@ -30,6 +33,9 @@ type fanout struct {
 
 	mu          sync.Mutex
 	subscribers int             // open event streams
+	behind      bool            // a change has not been read yet
+	reading     bool            // a read is under way
+	caughtUp    []chan struct{} // closed when a read ends: joining streams
 	agentsKnown bool            // connected is current
 	cursor      uint64          // newest store event read
 	seq         uint64          // newest item's fanout sequence
@@ -47,25 +53,38 @@ type item struct {
 	stored bool
 }
 
-// fanoutBuffer is how many recent items a stream can lag behind before it
-// catches up from the store instead.
+// fanoutBuffer is how many recent items a stream can lag behind, at least,
+// before it catches up from the store instead.
 const fanoutBuffer = 4096
+
+// quietFollow is how long the fanout lets changes pile up before reading
+// them while no stream is open.
+var quietFollow = time.Second
 
 // idleSlack is added to the moment an agent turns idle before looking, so
 // the look falls after the moment rather than on it.
 const idleSlack = 50 * time.Millisecond
 
 func newFanout(env *op.Env, log *slog.Logger) *fanout {
-	return &fanout{env: env, log: log, ready: make(chan struct{}), kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
+	return &fanout{env: env, log: log, behind: true, kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
 }
 
-// join counts an event stream in until leave is called. While no stream is
-// open the fanout only reads and logs new events: deriving agents' state and
-// timing their turning idle is work for subscribers.
-func (h *fanout) join() (leave func()) {
+// join counts an event stream in until leave is called. The stream may
+// take its position once caughtUp is closed: by then the fanout has read every
+// change committed before the join, so none of them reaches the stream as
+// new. While no stream is open the fanout only reads and logs new events:
+// deriving agents' state and timing their turning idle is work for
+// subscribers.
+func (h *fanout) join() (caughtUp <-chan struct{}, leave func()) {
 	h.mu.Lock()
 	h.subscribers++
 	first := h.subscribers == 1
+	ch := make(chan struct{})
+	if h.behind || h.reading {
+		h.caughtUp = append(h.caughtUp, ch)
+	} else {
+		close(ch)
+	}
 	h.mu.Unlock()
 	if first {
 		select {
@@ -73,7 +92,7 @@ func (h *fanout) join() (leave func()) {
 		default:
 		}
 	}
-	return sync.OnceFunc(func() {
+	return ch, sync.OnceFunc(func() {
 		h.mu.Lock()
 		h.subscribers--
 		if h.subscribers == 0 {
@@ -88,47 +107,86 @@ func (h *fanout) run(ctx context.Context) {
 	changes, unsubscribe, err := queue.Changes(ctx, h.env)
 	if err != nil {
 		h.log.Error("cannot watch the store; event streams will not update", "err", err)
-		close(h.ready)
+		h.mu.Lock()
+		h.behind = false // nothing will be read: let streams start
+		h.mu.Unlock()
+		h.release()
 		return
 	}
 	defer unsubscribe()
+	var idleAt time.Time
 	for first := true; ; first = false {
-		var idleAt time.Time
 		err := guard.Call(h.log, "reading queue events", func() (err error) {
 			idleAt, err = h.poll(ctx, first)
 			return err
 		})
-		if first {
-			close(h.ready)
-		}
+		h.release()
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("reading queue events", "err", err)
 			idleAt = time.Now().Add(time.Second) // try again soon
 		}
-		var timeout <-chan time.Time
-		var timer *time.Timer
-		if !idleAt.IsZero() {
-			timer = time.NewTimer(time.Until(idleAt))
-			timeout = timer.C
-		}
-		select {
-		case <-changes:
-		case <-h.kick:
-		case <-timeout:
-		case <-ctx.Done():
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if ctx.Err() != nil {
+		if !h.await(ctx, changes, idleAt) {
 			return
 		}
 	}
 }
 
+// await returns when the fanout should read the store again: at once after a
+// change while a stream is open, else once quietFollow has passed since
+// the first unread change; and when the next agent turns idle. It returns
+// false when ctx ends.
+func (h *fanout) await(ctx context.Context, changes <-chan struct{}, idleAt time.Time) bool {
+	var idle, quiet <-chan time.Time
+	if !idleAt.IsZero() {
+		t := time.NewTimer(time.Until(idleAt))
+		defer t.Stop()
+		idle = t.C
+	}
+	for {
+		select {
+		case <-changes:
+			h.mu.Lock()
+			h.behind = true
+			listened := h.subscribers > 0
+			h.mu.Unlock()
+			if listened {
+				return true
+			}
+			if quiet == nil {
+				t := time.NewTimer(quietFollow)
+				defer t.Stop()
+				quiet = t.C
+			}
+		case <-quiet:
+			return true
+		case <-h.kick:
+			return true
+		case <-idle:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// release lets the streams that joined before the last read ended take
+// their position.
+func (h *fanout) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.reading = false
+	for _, ch := range h.caughtUp {
+		close(ch)
+	}
+	h.caughtUp = nil
+}
+
 // poll reads new events and re-derives agent connectivity. It returns when
 // the next agent will turn idle (zero: none will).
 func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
+	h.mu.Lock()
+	h.behind, h.reading = false, true
+	h.mu.Unlock()
 	if first {
 		st, err := queue.Status(ctx, h.env, queue.Empty{})
 		if err != nil {
@@ -148,6 +206,10 @@ func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
 			return time.Time{}, err
 		}
 		h.mu.Lock()
+		// Items are kept for streams only: one that opens later starts
+		// after them, and one that opens during this read waits for it
+		// to end.
+		listened := h.subscribers > 0
 		for _, e := range events {
 			h.logEvent(e)
 			if e.Type == queue.EventConfigUpdated {
@@ -156,7 +218,9 @@ func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
 					h.staleAfter = time.Duration(s.AgentStaleAfterSeconds) * time.Second
 				}
 			}
-			h.appendLocked(h.deriveLocked(e), true)
+			if listened {
+				h.appendLocked(h.deriveLocked(e), true)
+			}
 			h.cursor = e.ID
 		}
 		h.mu.Unlock()
@@ -209,7 +273,9 @@ func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
 func (h *fanout) appendLocked(e queue.Event, stored bool) {
 	h.seq++
 	h.buf = append(h.buf, item{seq: h.seq, ev: e, stored: stored})
-	if len(h.buf) > fanoutBuffer {
+	// Trimmed a half at a time: copying the whole buffer to drop one
+	// item made every append under load cost a buffer's copy.
+	if len(h.buf) >= 2*fanoutBuffer {
 		h.buf = append(h.buf[:0:0], h.buf[len(h.buf)-fanoutBuffer:]...)
 	}
 }

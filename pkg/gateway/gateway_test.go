@@ -499,6 +499,37 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 	}
 }
 
+// While no stream is open the gateway leaves other processes' commits
+// unread (it reads them for its log at leisure), yet a stream that opens
+// then starts with the next change, never with that backlog, and the log
+// still tells each change once.
+func TestEventsUnwatchedGatewayReadsLater(t *testing.T) {
+	defer gateway.SetQuietFollow(time.Hour)()
+	log := &testkit.Buffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	for _, c := range []string{"backlog one", "backlog two", "backlog three"} {
+		g.lm("queue", "add", c)
+	}
+	if n := strings.Count(log.String(), `msg="instruction created"`); n != 0 {
+		t.Fatalf("an unwatched gateway read each outside commit at once (%d logged):\n%s", n, log.String())
+	}
+	stream := g.events("")
+	g.lm("queue", "add", "after joining")
+	first := stream.expect(t, "instruction.created")
+	if c := first.data["data"].(map[string]any)["content"]; c != "after joining" {
+		t.Fatalf("the new stream's first event is %q, from before it opened", c)
+	}
+	for i := 0; strings.Count(log.String(), `msg="instruction created"`) < 4; i++ {
+		if i == 200 {
+			t.Fatalf("the log lacks changes:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := strings.Count(log.String(), `msg="instruction created"`); n != 4 {
+		t.Fatalf("4 instructions were added, the log tells %d:\n%s", n, log.String())
+	}
+}
+
 // A client cannot be caught up from an event id this store never issued,
 // nor from another store's: it is told to reload, then gets what follows.
 func TestEventsResyncAnotherStoresClient(t *testing.T) {

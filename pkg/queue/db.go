@@ -76,8 +76,11 @@ var (
 	_ Tx      = (*boltTx)(nil)
 )
 
+// Update shares its commit with the queue's other writes in this process
+// (see store.Batch), so fn may run more than once: the operations set their
+// results rather than appending to them.
 func (s boltStorage) Update(ctx context.Context, fn func(Tx) error) error {
-	return s.Store.Update(ctx, func(b *bolt.Tx) error {
+	return s.Store.Batch(ctx, func(b *bolt.Tx) error {
 		t := &boltTx{Tx: b}
 		if err := fn(t); err != nil {
 			return err

@@ -18,6 +18,9 @@ type Storage interface {
 	// Update runs fn in one read-write transaction: everything fn wrote
 	// commits, or (fn failed, the process died) nothing does. After a commit
 	// that changed something, Watch channels in every process are signalled.
+	// fn may run more than once (a backend may share a commit between
+	// concurrent writers and run the others again when one fails), so it
+	// sets its results rather than appending to them.
 	Update(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error

@@ -102,16 +102,7 @@ func (s *Store) clearDamaged() error {
 // faults are turned into panics only on the goroutine that asked.
 func (s *Store) contain(err *error, write bool) {
 	if r := recover(); r != nil {
-		reason := readFailure(r)
-		// A memory fault, or bbolt's own panic on a page it cannot make
-		// sense of, is damage: writes stop until a check. A runtime error
-		// without an address (a nil map, an index) is more likely a bug in
-		// the transaction's own code, and must not lock the person out of
-		// a sound store; the call still fails.
-		if _, fault := r.(interface{ Addr() uintptr }); fault || !isRuntimeError(r) {
-			s.markDamaged(reason)
-		}
-		*err = &CorruptError{Err: errors.New(reason)}
+		*err = s.panicked(r)
 	}
 	if write && isUnwritable(*err) {
 		*err = &UnwritableError{Path: s.Path, Err: *err}
@@ -120,6 +111,21 @@ func (s *Store) contain(err *error, write bool) {
 	if errors.As(*err, &ce) && ce.Path == "" {
 		ce.Path = s.Path
 	}
+}
+
+// panicked describes a panic met while reading the store, and marks the
+// store damaged when the panic shows damage.
+func (s *Store) panicked(r any) error {
+	reason := readFailure(r)
+	// A memory fault, or bbolt's own panic on a page it cannot make
+	// sense of, is damage: writes stop until a check. A runtime error
+	// without an address (a nil map, an index) is more likely a bug in
+	// the transaction's own code, and must not lock the person out of
+	// a sound store; the call still fails.
+	if _, fault := r.(interface{ Addr() uintptr }); fault || !isRuntimeError(r) {
+		s.markDamaged(reason)
+	}
+	return &CorruptError{Err: errors.New(reason)}
 }
 
 func isRuntimeError(r any) bool {

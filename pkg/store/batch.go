@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Batch runs fn in a read-write transaction that it may share with other
+// Batch calls of this process on the same store: while one commit is being
+// written, the writes that arrive queue up, and the next commit holds them
+// all. A durable commit (two fdatasyncs) costs the same for one write as for
+// thirty, so concurrent writers — HTTP adds, claims from many sessions — go
+// as fast as the disk syncs, not one sync per write. Batch returns only after
+// the commit holding fn's writes is on disk, or with fn's error and nothing
+// of fn written.
+//
+// fn may run more than once, and must do the same each time (set its
+// results rather than append to them): when a write in a shared
+// transaction fails, the transaction is rolled back, the failed write gets
+// its error, and the others run again without it. A write is never
+// delayed to wait for company; it waits only for the commit in progress.
+func (s *Store) Batch(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if s.err != nil {
+		return s.err
+	}
+	g := s.group()
+	w := &queuedWrite{ctx: ctx, fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	leader := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if !leader {
+		select {
+		case <-w.done:
+			return w.err
+		case <-w.lead:
+		}
+	}
+	g.mu.Lock()
+	batch := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+	s.commitBatch(batch)
+	// Hand the lead to the first write that queued meanwhile, whose
+	// caller is waiting anyway; this one returns at once.
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		close(g.queue[0].lead)
+	} else {
+		g.leading = false
+	}
+	g.mu.Unlock()
+	return w.err
+}
+
+// writeGroup is the queue of Batch writes to one store in this process.
+type writeGroup struct {
+	mu      sync.Mutex
+	queue   []*queuedWrite
+	leading bool // a caller is committing, and will hand the lead on
+}
+
+type queuedWrite struct {
+	ctx  context.Context
+	fn   func(*bolt.Tx) error
+	err  error
+	done chan struct{} // closed once err is final
+	lead chan struct{} // closed when this write's caller is to commit the queue
+}
+
+func (w *queuedWrite) finish(err error) {
+	w.err = err
+	close(w.done)
+}
+
+var writeGroups sync.Map // path -> *writeGroup
+
+func (s *Store) group() *writeGroup {
+	g, _ := writeGroups.LoadOrStore(s.Path, new(writeGroup))
+	return g.(*writeGroup)
+}
+
+// commitBatch commits the writes in one transaction, in order. A write that
+// fails (its error, its context ended, or a panic while it ran) gets its
+// error and the rest run again without it, so each write's outcome is what
+// it would have been had the writes run one after another; an error outside
+// any write (the lock, the file, the commit itself) is every write's.
+func (s *Store) commitBatch(batch []*queuedWrite) {
+	for len(batch) > 0 {
+		// Alone, a write's own context bounds its wait for the lock, as
+		// in Update; shared, each write's context is checked before it
+		// runs.
+		ctx := context.Background()
+		if len(batch) == 1 {
+			ctx = batch[0].ctx
+		}
+		at, failed := -1, false
+		err := s.run(ctx, true, func(tx *bolt.Tx) error {
+			for i, w := range batch {
+				at = i
+				if err := w.ctx.Err(); err != nil {
+					failed = true
+					return err
+				}
+				if err := w.fn(tx); err != nil {
+					failed = true
+					return err
+				}
+			}
+			at = len(batch)
+			return nil
+		})
+		// Without a returned error, a write that was running when the
+		// transaction failed panicked.
+		if err != nil && (failed || at >= 0 && at < len(batch)) {
+			batch[at].finish(err)
+			batch = append(batch[:at:at], batch[at+1:]...)
+			continue
+		}
+		for _, w := range batch {
+			w.finish(err)
+		}
+		return
+	}
+}

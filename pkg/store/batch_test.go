@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// queued waits until a write is being committed and n more wait in the
+// store's commit queue.
+func queued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	g := s.group()
+	for i := 0; ; i++ {
+		g.mu.Lock()
+		got, leading := len(g.queue), g.leading
+		g.mu.Unlock()
+		if leading && got == n {
+			return
+		}
+		if i == 1000 {
+			t.Fatalf("%d writes queued, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func txID(t *testing.T, s *Store) int {
+	t.Helper()
+	var id int
+	if err := s.View(context.Background(), func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// Writes that queue while the store is busy share one commit, yet each one's
+// outcome is what it would be alone: a write that fails or panics leaves
+// nothing, and every other write counts exactly once, although the shared
+// transaction ran again without the failed ones.
+func TestBatchSharesCommitsAndKeepsEachWritesOutcome(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("t")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	before := txID(t, s)
+
+	// Another process holds the store: the first write waits for the
+	// lock, and the rest queue behind it.
+	held, err := acquire(ctx, s.LockPath(), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers = 40
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	write := func(i int) {
+		defer wg.Done()
+		errs[i] = s.Batch(ctx, func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte("t"))
+			n := 0
+			if v := b.Get([]byte("count")); v != nil {
+				n = int(binary.BigEndian.Uint64(v))
+			}
+			if err := b.Put([]byte("count"), binary.BigEndian.AppendUint64(nil, uint64(n+1))); err != nil {
+				return err
+			}
+			if err := b.Put(fmt.Appendf(nil, "w%02d", i), []byte{1}); err != nil {
+				return err
+			}
+			switch i % 10 {
+			case 3:
+				return fmt.Errorf("write %d refused", i)
+			case 7:
+				var m map[string]int
+				m["a bug"]++ // a runtime error: not damage
+			}
+			return nil
+		})
+	}
+	wg.Add(1)
+	go write(0)
+	queued(t, s, 0)
+	for i := 1; i < writers; i++ {
+		wg.Add(1)
+		go write(i)
+	}
+	queued(t, s, writers-1)
+	held.release()
+	wg.Wait()
+
+	ok := 0
+	for i, err := range errs {
+		switch i % 10 {
+		case 3:
+			if err == nil || err.Error() != fmt.Sprintf("write %d refused", i) {
+				t.Errorf("write %d: %v, want its own error", i, err)
+			}
+		case 7:
+			var ce *CorruptError
+			if !errors.As(err, &ce) {
+				t.Errorf("write %d panicked, yet returned %v", i, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("write %d: %v", i, err)
+			}
+			ok++
+		}
+	}
+	if err := s.View(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("t"))
+		if n := binary.BigEndian.Uint64(b.Get([]byte("count"))); n != uint64(ok) {
+			t.Errorf("count %d after %d successful writes", n, ok)
+		}
+		for i := range writers {
+			_, failed := map[int]bool{3: true, 7: true}[i%10]
+			if got := b.Get(fmt.Appendf(nil, "w%02d", i)) != nil; got == failed {
+				t.Errorf("write %d stored: %v", i, got)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The first write committed alone; the queue behind it in one commit.
+	if commits := txID(t, s) - before; commits != 2 {
+		t.Errorf("%d writes made %d commits, want 2", ok, commits)
+	}
+	if _, err := os.Stat(s.damagePath()); err == nil {
+		t.Error("a bug's panic marked the store damaged")
+	}
+}
+
+// A write whose caller gave up before its turn runs no part of itself.
+func TestBatchSkipsAWriteWhoseContextEnded(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	held, err := acquire(ctx, s.LockPath(), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var first, second error
+	go func() { defer wg.Done(); first = s.Batch(ctx, putKey("first")) }()
+	queued(t, s, 0)
+	gone, cancel := context.WithCancel(ctx)
+	go func() { defer wg.Done(); second = s.Batch(gone, putKey("second")) }()
+	queued(t, s, 1)
+	cancel()
+	held.release()
+	wg.Wait()
+	if first != nil || !errors.Is(second, context.Canceled) {
+		t.Fatalf("first %v, second %v", first, second)
+	}
+	if err := s.View(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("t"))
+		if b.Get([]byte("first")) == nil || b.Get([]byte("second")) != nil {
+			t.Error("the cancelled write was stored, or the other was not")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func putKey(k string) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists([]byte("t"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(k), []byte{1})
+	}
+}
