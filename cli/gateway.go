@@ -12,8 +12,8 @@ import (
 
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/gateway"
-	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/gateway/token"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
@@ -21,7 +21,7 @@ import (
 
 // gatewayCommand is `lm gateway`: serve in the foreground. The background
 // gateway's start, stop, restart, status and logs are operations (package
-// daemon) that the registry hangs below it; the agents' tokens are here.
+// gatewayd) that the registry hangs below it; the agents' tokens are here.
 func (a *app) gatewayCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gateway",
@@ -60,12 +60,12 @@ func (a *app) gatewayCommand() *ucli.Command {
 	}
 }
 
-func (a *app) gatewayFiles(cmd *ucli.Command) (daemon.Files, error) {
+func (a *app) gatewayFiles(cmd *ucli.Command) (gatewayd.Files, error) {
 	env, err := a.env(cmd)
 	if err != nil {
-		return daemon.Files{}, err
+		return gatewayd.Files{}, err
 	}
-	return daemon.Files{Dir: env.Home}, nil
+	return gatewayd.Files{Dir: env.Home}, nil
 }
 
 // gatewayServe is `lm gateway`: serve in the foreground until interrupted.
@@ -89,7 +89,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if env.Roots, err = agentRoots(cmd); err != nil {
 		return fail(err)
 	}
-	tok, noToken, err := daemon.Auth(env, cmd.String("addr"), cmd.String("token-file"), cmd.Bool("no-token"))
+	tok, noToken, err := gatewayd.Auth(env, cmd.String("addr"), cmd.String("token-file"), cmd.Bool("no-token"))
 	if err != nil {
 		return fail(err)
 	}
@@ -108,7 +108,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		defer l.Close()
 		logTo = l
 	}
-	level, err := daemon.LogLevel(cmd.String("log-level"))
+	level, err := gatewayd.LogLevel(cmd.String("log-level"))
 	if err != nil {
 		return fail(err)
 	}
@@ -118,11 +118,11 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
-	origins, err := daemon.AllowedOrigins(env.Home, cmd.StringSlice("allow-origin"))
+	origins, err := gatewayd.AllowedOrigins(env.Home, cmd.StringSlice("allow-origin"))
 	if err != nil {
 		return fail(err)
 	}
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Resources: a.catalog.Resources, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
@@ -133,8 +133,8 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 			WithHint("is another gateway running? see 'lm gateway status', or pass --addr HOST:PORT"))
 	}
 	addr := ln.Addr().String()
-	base := "http://" + daemon.Reachable(addr)
-	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
+	base := "http://" + gatewayd.Reachable(addr)
+	state := gatewayd.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
 	if err != nil {
 		ln.Close()
@@ -154,13 +154,13 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		// A person at a terminal gets it as a line to click first.
 		if jsonio.IsTerminal(a.streams.Err) {
 			fmt.Fprintf(a.streams.Err, "lm: the page: %s (the link carries its token)\n"+
-				"lm: agents: %s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(daemon.Reachable(addr)), base)
+				"lm: agents: %s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(gatewayd.Reachable(addr)), base)
 		}
-		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(daemon.Reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(gatewayd.Reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}
 		var err error
-		if remove, err = (daemon.Files{Dir: env.Home}).Record(state); err != nil {
+		if remove, err = (gatewayd.Files{Dir: env.Home}).Record(state); err != nil {
 			remove = func() {}
 			return err
 		}

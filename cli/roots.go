@@ -3,7 +3,7 @@ package cli
 import (
 	ucli "github.com/urfave/cli/v3"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/gatewayd"
 )
 
 // rootFlag is --root on the commands that serve agents: the directories
@@ -15,5 +15,5 @@ func rootFlag() ucli.Flag {
 
 // agentRoots are --root's directories, absolute, else the working directory.
 func agentRoots(cmd *ucli.Command) ([]string, error) {
-	return daemon.AgentRoots(cmd.StringSlice("root"))
+	return gatewayd.AgentRoots(cmd.StringSlice("root"))
 }

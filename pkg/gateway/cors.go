@@ -3,7 +3,7 @@ package gateway
 import (
 	"net/http"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/gatewayd"
 )
 
 // A browser lets a page on another origin read the gateway's answers only
@@ -25,8 +25,8 @@ const (
 )
 
 // ParseOrigin checks an origin a person allows and returns it as browsers
-// send it: see [daemon.ParseOrigin].
-func ParseOrigin(s string) (string, error) { return daemon.ParseOrigin(s) }
+// send it: see [gatewayd.ParseOrigin].
+func ParseOrigin(s string) (string, error) { return gatewayd.ParseOrigin(s) }
 
 // crossOrigin answers a request from an allowed origin: a preflight itself
 // (before any token is asked for, since browsers send none with it),

@@ -20,8 +20,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/gateway/token"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -31,7 +31,7 @@ import (
 
 // DefaultAddr is where the gateway listens unless told otherwise: loopback
 // only, on a port no common development server uses.
-const DefaultAddr = daemon.DefaultAddr
+const DefaultAddr = gatewayd.DefaultAddr
 
 // Limits on what one request may cost.
 const (
@@ -58,6 +58,8 @@ type Options struct {
 	Env op.Env
 	// Ops are the operations served, normally registry.All().
 	Ops []op.Operation
+	// Resources are the MCP resources /mcp serves, normally registry.Resources().
+	Resources []op.Resource
 	// Version is reported to MCP clients and in the OpenAPI document.
 	Version string
 	// Token is the person's bearer token. When empty, it is the token in
@@ -88,7 +90,7 @@ type Server struct {
 	verifier *token.Verifier
 	ops      map[string]op.Operation
 	api      []apiRoute // the operations' routes under /api
-	hub      *hub
+	fanout   *fanout
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
 	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
@@ -136,10 +138,10 @@ func New(opts Options) (*Server, error) {
 		s.ops[o.Info().Name] = o
 	}
 	s.api = apiRoutes(opts.Ops)
-	s.hub = newHub(&s.opts.Env, opts.Log)
+	s.fanout = newFanout(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
-	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
+	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Resources, opts.Env, opts.Version, nil,
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
 		server.WithHooks(mcpx.CallLog(opts.Log)))
 	if err != nil {
@@ -157,15 +159,12 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the gateway's whole HTTP surface.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // PageURL is the page's address on this gateway listening at addr.
 func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
 
 // PageURL is the page's address on a gateway listening at addr, carrying
-// the person's token (if any): see [daemon.PageURL].
-func PageURL(addr, token string) string { return daemon.PageURL(addr, token) }
+// the person's token (if any): see [gatewayd.PageURL].
+func PageURL(addr, token string) string { return gatewayd.PageURL(addr, token) }
 
 func (s *Server) routes(m *server.MCPServer) http.Handler {
 	page := func(h http.Handler) http.Handler { return s.identified(pageFace, h) }
@@ -239,7 +238,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// returns, or it could recreate a store its caller is removing.
 	var background sync.WaitGroup
 	background.Add(1)
-	go func() { defer background.Done(); s.hub.run(baseCtx) }()
+	go func() { defer background.Done(); s.fanout.run(baseCtx) }()
 	defer func() { cancelAll(); background.Wait(); s.calls.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -66,7 +66,7 @@ func hostAllowed(host, local string) bool {
 
 // IsLoopback reports whether an address (host:port, or a host alone)
 // names this machine's loopback only.
-func IsLoopback(hostport string) bool { return daemon.IsLoopback(hostport) }
+func IsLoopback(hostport string) bool { return gatewayd.IsLoopback(hostport) }
 
 func originMatches(origin, host string) bool {
 	u, err := url.Parse(origin)
