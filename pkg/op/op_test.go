@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,13 +58,15 @@ func TestCallValidatesWithClearMessages(t *testing.T) {
 		{`[1]`, `input must be a JSON object, got array`},
 		{`{"name":`, `input is not valid JSON`},
 	} {
-		_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
-		}
-		if KindOf(err) != KindInvalid {
-			t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
-		}
+		t.Run(tc.input, func(t *testing.T) {
+			_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
+			}
+			if KindOf(err) != KindInvalid {
+				t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
+			}
+		})
 	}
 	out, err := o.Call(context.Background(), &Env{}, json.RawMessage(`{"name":"ada","times":2,"tags":["a"]}`))
 	if err != nil || out.(greetOut).Text != "hi ada hi ada " {
@@ -141,4 +144,100 @@ func FuzzCall(f *testing.F) {
 			t.Fatalf("%q: a bad input must be invalid, got %v (%v)", input, KindOf(err), err)
 		}
 	})
+}
+
+// A route that binds a path wildcard to no input field, or that a face
+// could not serve, is a definition error found when the schemas are first
+// derived, not a route that silently answers 422 to every request.
+func TestRouteDefinitionErrors(t *testing.T) {
+	type in struct {
+		ID     string   `json:"id"`
+		Assign []string `json:"assign,omitempty"`
+	}
+	handler := func(context.Context, *Env, in) (struct{}, error) { return struct{}{}, nil }
+	for name, route := range map[string]Route{
+		"unknown wildcard":  {Method: "GET", Path: "/api/things/{name}"},
+		"command-line only": {Method: "GET", Path: "/api/things/{assign}"},
+		"relative path":     {Method: "GET", Path: "api/things"},
+		"unknown method":    {Method: "FETCH", Path: "/api/things"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := New(Meta{Name: "thing_show", Path: []string{"thing", "show"}, Summary: "s", Callers: PersonOnly,
+				CLIFields: []string{"assign"}, HTTP: []Route{route}}, handler)
+			defer func() {
+				if recover() == nil {
+					t.Errorf("route %s was accepted", route.Pattern())
+				}
+			}()
+			o.InputSchema()
+		})
+	}
+	ok := New(Meta{Name: "thing_show", Path: []string{"thing", "show"}, Summary: "s", Callers: PersonOnly,
+		HTTP: []Route{{Method: "GET", Path: "/api/things/{id}"}}}, handler)
+	if got := ok.Info().HTTP[0].Wildcards(); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("wildcards = %q, want [id]", got)
+	}
+	if s := ok.InputSchema(); s.Properties["id"] == nil {
+		t.Errorf("input schema lost id: %v", s)
+	}
+}
+
+// A remote tool's error keeps the CLI's exit status 1 and its category, and
+// an envelope from another lm process says remote again, not internal.
+func TestRemoteErrorsKeepTheirKindAcrossProcesses(t *testing.T) {
+	env := EnvelopeOf(Errorf(KindRemote, "tool echo failed: no"))
+	if env.ExitCode != 1 || env.ErrorCategory != "tool_error" || env.Recoverable {
+		t.Errorf("envelope = %+v, want exit 1, tool_error, not recoverable", env)
+	}
+	for _, c := range []struct {
+		env  Envelope
+		want Kind
+	}{
+		{env, KindRemote},
+		{EnvelopeOf(Errorf(KindInternal, "boom")), KindInternal},
+		{EnvelopeOf(Errorf(KindTimeout, "late")), KindTimeout},
+		{Envelope{ExitCode: 42, ErrorCategory: "odd"}, KindInternal},
+	} {
+		if got := c.env.Kind(); got != c.want {
+			t.Errorf("%+v.Kind() = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
+func TestHTTPStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"invalid input takes the route's status", Errorf(KindInvalid, "bad"), 422},
+		{"failed checks take the route's status", Errorf(KindChecksFailed, "failed"), 422},
+		{"not found", Errorf(KindNotFound, "gone"), 404},
+		{"conflict", Errorf(KindConflict, "consumed"), 409},
+		{"denied", Errorf(KindDenied, "no"), 403},
+		{"unavailable", Errorf(KindUnavailable, "down"), 503},
+		{"timeout", Errorf(KindTimeout, "late"), 504},
+		{"an error of no kind is internal", errors.New("boom"), 500},
+		{"a remote tool's error is a bad gateway", Errorf(KindRemote, "tool failed"), 502},
+		{"another server's failed tool is a bad gateway", &Error{Kind: KindInternal, Category: CategoryToolError, Err: errors.New("tool failed")}, 502},
+		{"a damaged store is the server's failure", &Error{Kind: KindChecksFailed, Category: "store_corrupt", Err: errors.New("corrupt")}, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HTTPStatus(tc.err, 422); got != tc.want {
+				t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExitStatuses(t *testing.T) {
+	rows := ExitStatuses()
+	for i, k := range []Kind{KindOK, KindInternal, KindInvalid, KindNotFound, KindConflict, KindDenied, KindUnavailable, KindTimeout, KindChecksFailed} {
+		if rows[i].Code != k.ExitCode() || rows[i].Meaning == "" {
+			t.Errorf("row %d = %+v, want exit code %d with a meaning", i, rows[i], k.ExitCode())
+		}
+	}
+	if last := rows[len(rows)-1]; last.Code != ExitInterrupted {
+		t.Errorf("last row %+v, want %d interrupted", last, ExitInterrupted)
+	}
 }

@@ -1,19 +1,13 @@
 package servers
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -30,6 +24,7 @@ func Ops() []op.Operation {
 			Summary:     "List the configured MCP servers, with their state when a gateway runs",
 			Description: "Env and header values are shown as <redacted> unless they are ${env:NAME} references.",
 			Effect:      op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/servers", Summary: "The configured MCP servers"}},
 		}, List),
 		op.New(op.Meta{
 			Name: "servers_show", Path: []string{"servers", "show"},
@@ -45,12 +40,14 @@ func Ops() []op.Operation {
 			Examples:    "lm servers add memory --auto-start -- npx -y @modelcontextprotocol/server-memory\nlm servers add docs --url https://example.com/mcp\nlm servers add gh --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio",
 			Args:        []string{"name", "command"},
 			Effect:      op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers", Summary: "Add a server, as lm servers add does (the person's token only)", Status: 201, Body: true}},
 		}, Add),
 		op.New(op.Meta{
 			Name: "servers_rm", Path: []string{"servers", "rm"},
 			Callers: op.PersonOnly,
 			Summary: "Remove a server from the configuration (a running gateway stops it)", Args: []string{"name"},
 			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
+			HTTP: []op.Route{{Method: "DELETE", Path: "/api/servers/{name}", Summary: "Remove a server from the configuration; the gateway stops it (the person's token only)"}},
 		}, Remove),
 		op.New(op.Meta{
 			Name: "servers_enable", Path: []string{"servers", "enable"},
@@ -95,6 +92,7 @@ func Ops() []op.Operation {
 			Examples: "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
 			Args:     []string{"package"},
 			Effect:   op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers/install", Summary: "Install a server from npm and add it, as lm servers install does (the person's token only)", Status: 201, Body: true}},
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},
@@ -409,273 +407,4 @@ func setEnabled(ctx context.Context, env *op.Env, name string, on bool) (Changed
 	}
 	done := map[bool]string{true: "enabled", false: "disabled"}[on]
 	return Changed{Name: name, Config: s.Redacted(), Done: done}, Reload(ctx, env.Home)
-}
-
-// ImportInput is servers_import's input.
-type ImportInput struct {
-	From string `json:"from" jsonschema:"claude-desktop, claude-code, vscode, cursor, or a file path"`
-}
-
-// ImportOutput reports an import.
-type ImportOutput struct {
-	Files    []string  `json:"files" jsonschema:"the files read"`
-	Imported []string  `json:"imported"`
-	Skipped  []Skipped `json:"skipped"`
-}
-
-// Import is servers_import.
-func Import(ctx context.Context, env *op.Env, in ImportInput) (ImportOutput, error) {
-	found, skipped, files, err := ReadClient(in.From)
-	if err != nil {
-		return ImportOutput{}, err
-	}
-	out := ImportOutput{Files: files, Imported: []string{}, Skipped: skipped}
-	if out.Skipped == nil {
-		out.Skipped = []Skipped{}
-	}
-	_, err = update(env.Home, func(cfg *Config) error {
-		for _, f := range found {
-			if _, exists := cfg.Servers[f.Name]; exists {
-				out.Skipped = append(out.Skipped, Skipped{Name: f.Name, From: f.From, Reason: "already configured in lm"})
-				continue
-			}
-			cfg.Servers[f.Name] = f.Server
-			out.Imported = append(out.Imported, f.Name)
-		}
-		return nil
-	})
-	if err != nil {
-		return ImportOutput{}, err
-	}
-	return out, Reload(ctx, env.Home)
-}
-
-// ExportInput is servers_export's input.
-type ExportInput struct {
-	For string `json:"for" jsonschema:"the client: claude-desktop, claude-code, vscode or cursor"`
-	Via string `json:"via,omitempty" jsonschema:"gateway (default: the hub at /mcp) or stdio (lm mcp, lm's own tools only)"`
-	URL string `json:"url,omitempty" jsonschema:"the gateway's MCP URL (default: the running gateway's, else http://127.0.0.1:7437/mcp)"`
-}
-
-// RefineSchema lists the clients.
-func (ExportInput) RefineSchema(s *jsonschema.Schema) {
-	s.Properties["for"].Enum = []any{"claude-desktop", "claude-code", "vscode", "cursor"}
-	s.Properties["via"].Enum = []any{"gateway", "stdio"}
-}
-
-// ExportOutput is a client's configuration file content.
-type ExportOutput struct {
-	Inputs     []map[string]any `json:"inputs,omitempty"`
-	MCPServers map[string]any   `json:"mcpServers,omitempty"`
-	Servers    map[string]any   `json:"servers,omitempty"`
-}
-
-// Export is servers_export.
-func Export(_ context.Context, env *op.Env, in ExportInput) (ExportOutput, error) {
-	u := in.URL
-	if u == "" {
-		u = "http://127.0.0.1:7437/mcp"
-		if st, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok {
-			u = "http://" + st.Addr + "/mcp"
-		}
-	} else if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
-		return ExportOutput{}, op.Errorf(op.KindInvalid, "url %q is not an http URL", u)
-	}
-	lm, err := os.Executable()
-	if err != nil {
-		lm = "lm"
-	}
-	cfg, err := ClientConfig(in.For, in.Via, u, lm)
-	if err != nil {
-		return ExportOutput{}, err
-	}
-	var out ExportOutput
-	if v, ok := cfg["mcpServers"].(map[string]any); ok {
-		out.MCPServers = v
-	}
-	if v, ok := cfg["servers"].(map[string]any); ok {
-		out.Servers = v
-	}
-	if v, ok := cfg["inputs"].([]map[string]any); ok {
-		out.Inputs = v
-	}
-	return out, nil
-}
-
-// InstallInput is servers_install's input.
-type InstallInput struct {
-	Package   string `json:"package" jsonschema:"an npm package (name, name@version, a tarball or a directory)"`
-	Name      string `json:"name,omitempty" jsonschema:"the server's name (default: from the package name)"`
-	AutoStart bool   `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
-	// Install scripts run code from the package (and every dependency) as
-	// the person, before anyone has looked at it.
-	AllowScripts bool `json:"allow_scripts,omitempty" jsonschema:"let npm run the packages' install scripts (by default it runs none); lm's command line only"`
-}
-
-// InstallOutput reports an installation.
-type InstallOutput struct {
-	Name    string  `json:"name"`
-	Package string  `json:"package"`
-	Config  *Server `json:"config"`
-}
-
-// InstallOp is servers_install.
-func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput, error) {
-	if in.Name != "" && !NamePattern.MatchString(in.Name) {
-		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
-	}
-	// npm would read a leading dash as one of its own options (--prefix,
-	// --registry), not as the package.
-	if pkg := strings.TrimSpace(in.Package); pkg == "" || strings.HasPrefix(pkg, "-") {
-		return InstallOutput{}, op.Errorf(op.KindInvalid, "package %q is not a package npm can install", in.Package).
-			WithHint("name an npm package (name or name@version), a tarball or a directory (./dir)")
-	}
-	if in.AllowScripts && !env.Caller.Terminal {
-		return InstallOutput{}, op.Errorf(op.KindDenied, "install scripts run code from the package as you; only lm's command line may allow them").
-			WithHint("install without them, or run 'lm servers install --allow-scripts %s' on the command line", in.Package)
-	}
-	inst, err := Install(ctx, env.Home, in.Package, in.AllowScripts)
-	if err != nil {
-		return InstallOutput{}, err
-	}
-	name := in.Name
-	if name == "" {
-		name = NameFor(inst.Package)
-	}
-	s := &Server{Package: inst.Package, Command: inst.Command, AutoStart: in.AutoStart}
-	_, err = update(env.Home, func(cfg *Config) error {
-		if old, ok := cfg.Servers[name]; ok && old.Package != inst.Package {
-			return op.Errorf(op.KindConflict, "a server named %q is already configured", name).WithHint("pass --name to choose another name")
-		}
-		cfg.Servers[name] = s
-		return nil
-	})
-	if err != nil {
-		return InstallOutput{}, err
-	}
-	return InstallOutput{Name: name, Package: inst.Package, Config: s.Redacted()}, Reload(ctx, env.Home)
-}
-
-// control is servers_start, _stop and _restart: a request to the gateway.
-func control(action string) op.Handler[NameInput, Status] {
-	return func(ctx context.Context, env *op.Env, in NameInput) (Status, error) {
-		var out Status
-		err := NewControl(env.Home).Do(ctx, http.MethodPost, "/servers/"+url.PathEscape(in.Name)+"/"+action, nil, &out)
-		return out, err
-	}
-}
-
-// StatusInput optionally names one server.
-type StatusInput struct {
-	Name string `json:"name,omitempty" jsonschema:"only this server"`
-}
-
-// StatusOutput is the gateway's view of its servers and its cache.
-type StatusOutput struct {
-	Servers []Status   `json:"servers"`
-	Cache   CacheStats `json:"cache"`
-	// ConfigError is set while servers.json on disk is invalid: the
-	// gateway keeps running the configuration it last loaded.
-	ConfigError string `json:"config_error,omitempty" jsonschema:"why servers.json as it is on disk was not applied; the gateway keeps the configuration it last loaded"`
-}
-
-// Statuses is servers_status.
-func Statuses(ctx context.Context, env *op.Env, in StatusInput) (StatusOutput, error) {
-	var out StatusOutput
-	if in.Name != "" {
-		var s Status
-		if err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers/"+url.PathEscape(in.Name), nil, &s); err != nil {
-			return out, err
-		}
-		out.Servers = []Status{s}
-		return out, NewControl(env.Home).Do(ctx, http.MethodGet, "/cache", nil, &out.Cache)
-	}
-	err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers", nil, &out)
-	return out, err
-}
-
-// LogPath is where the gateway records a server's stderr.
-func LogPath(home, name string) string { return filepath.Join(home, "servers", name+".log") }
-
-// LogsInput is servers_logs's input.
-type LogsInput struct {
-	Name   string `json:"name" jsonschema:"the server's name"`
-	Lines  int    `json:"lines,omitempty" jsonschema:"how many of the last lines (default 40)"`
-	Follow bool   `json:"follow,omitempty" jsonschema:"print lines as JSON Lines as they are written (CLI)"`
-}
-
-// LogsOutput is the tail of a server's stderr.
-type LogsOutput struct {
-	Name  string   `json:"name"`
-	File  string   `json:"file"`
-	Lines []string `json:"lines"`
-}
-
-// LogLine is one line of a followed log.
-type LogLine struct {
-	Name string `json:"name"`
-	Line string `json:"line"`
-}
-
-// Logs is servers_logs.
-func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
-	cfg, err := loadOp(env.Home)
-	if err != nil {
-		return LogsOutput{}, err
-	}
-	if _, err := lookup(cfg, env.Home, in.Name); err != nil {
-		return LogsOutput{}, err
-	}
-	n := in.Lines
-	if n <= 0 {
-		n = 40
-	}
-	path := LogPath(env.Home, in.Name)
-	lines, end, err := daemon.Tail(path, n)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return LogsOutput{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	out := LogsOutput{Name: in.Name, File: path, Lines: lines}
-	if out.Lines == nil {
-		out.Lines = []string{}
-	}
-	if !in.Follow {
-		return out, nil
-	}
-	if env.Emit == nil {
-		return out, op.Errorf(op.KindInvalid, "follow streams JSON Lines on the CLI only").WithHint("call again with lines instead")
-	}
-	for _, l := range out.Lines {
-		if err := env.Emit(LogLine{Name: in.Name, Line: l}); err != nil {
-			return out, err
-		}
-	}
-	if _, err := os.Stat(path); err != nil {
-		return out, op.Errorf(op.KindNotFound, "%s has no log yet", in.Name).WithHint("it is written once the gateway starts the server")
-	}
-	w := &lineEmitter{emit: func(l string) error { return env.Emit(LogLine{Name: in.Name, Line: l}) }}
-	// Follow from where the tail ended, so no line is lost or repeated.
-	if err := daemon.Follow(ctx, path, end, w); err != nil && ctx.Err() == nil {
-		return out, err
-	}
-	return out, ctx.Err()
-}
-
-// lineEmitter turns written bytes into one emitted value per line.
-type lineEmitter struct {
-	buf  bytes.Buffer
-	emit func(string) error
-}
-
-func (w *lineEmitter) Write(p []byte) (int, error) {
-	w.buf.Write(p)
-	for {
-		i := bytes.IndexByte(w.buf.Bytes(), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if err := w.emit(string(w.buf.Next(i + 1)[:i])); err != nil {
-			return 0, err
-		}
-	}
 }
