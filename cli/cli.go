@@ -34,16 +34,16 @@ type Streams struct {
 
 // Main runs lm on the process's arguments and streams and returns the exit
 // status.
-func Main() int {
+func Main(catalog op.Catalog) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	return Run(ctx, catalog, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 
 // Run runs lm with args (args[0] is the program name) and returns the exit
 // status. Invoked as lm-GROUP (a link to lm), it runs `lm GROUP …`.
-func Run(ctx context.Context, args []string, s Streams) int {
-	a := &app{streams: s, started: time.Now()}
+func Run(ctx context.Context, catalog op.Catalog, args []string, s Streams) int {
+	a := &app{catalog: catalog, streams: s, started: time.Now()}
 	root := a.root()
 	args = rewriteArgs(root, multiCall(args, root))
 	a.args = args
@@ -67,6 +67,7 @@ func multiCall(args []string, root *ucli.Command) []string {
 
 // app is one run: its streams and the state its commands share.
 type app struct {
+	catalog op.Catalog
 	streams Streams
 	started time.Time
 	ops     []op.Operation
@@ -91,7 +92,7 @@ func (a *app) exit(ctx context.Context, root *ucli.Command, err error) int {
 		return int(status)
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return 130 // interrupted, as shells report SIGINT
+		return op.ExitInterrupted
 	}
 	cmdName := ""
 	var usage *usageError

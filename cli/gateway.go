@@ -13,9 +13,10 @@ import (
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
+	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/gateway"
-	"lmtool.dev/lm/pkg/gateway/daemon"
 	"lmtool.dev/lm/pkg/gateway/token"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
@@ -101,12 +102,12 @@ func (a *app) gatewayCommand() *ucli.Command {
 	}
 }
 
-func (a *app) gatewayFiles(cmd *ucli.Command) (daemon.Files, error) {
+func (a *app) gatewayFiles(cmd *ucli.Command) (gatewayd.Files, error) {
 	env, err := a.env(cmd)
 	if err != nil {
-		return daemon.Files{}, err
+		return gatewayd.Files{}, err
 	}
-	return daemon.Files{Dir: env.Home}, nil
+	return gatewayd.Files{Dir: env.Home}, nil
 }
 
 // gatewayAuth is the person's token the flags and environment give ("":
@@ -191,7 +192,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
-	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
+	srv, err := gateway.New(gateway.Options{Env: *env, Ops: a.ops, Resources: a.catalog.Resources, Version: buildinfo.Version(), Token: tok, NoToken: noToken, Log: log, AllowOrigins: origins,
 		Sessions: mcpx.Sessions{Stateful: cmd.Bool("stateful"), IdleTTL: cmd.Duration("session-ttl"), Max: int(cmd.Int("max-sessions"))}})
 	if err != nil {
 		return fail(err)
@@ -203,7 +204,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	addr := ln.Addr().String()
 	base := "http://" + reachable(addr)
-	state := daemon.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
+	state := gatewayd.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
 	if err != nil {
 		ln.Close()
@@ -229,7 +230,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 			return err
 		}
 		var err error
-		if remove, err = (daemon.Files{Dir: env.Home}).Record(state); err != nil {
+		if remove, err = (gatewayd.Files{Dir: env.Home}).Record(state); err != nil {
 			remove = func() {}
 			return err
 		}
@@ -271,7 +272,7 @@ func logLevel(name string) (slog.Level, error) {
 // allowedOrigins are the other origins whose pages may call the gateway:
 // [gateway] allow_origins in config.toml and --allow-origin, each checked.
 func allowedOrigins(cmd *ucli.Command, home string) ([]string, error) {
-	settings, err := daemon.LoadSettings(home)
+	settings, err := gatewayd.LoadSettings(home)
 	if err != nil {
 		return nil, op.Errorf(op.KindInvalid, "%w", err)
 	}
@@ -391,13 +392,13 @@ func (a *app) gatewayStatus(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return &commandError{cmd: "gateway status", err: err}
 	}
-	tail, _, _ := daemon.Tail(files.Log(), 10)
+	tail, _, _ := cappedlog.Tail(files.Log(), 10)
 	out := map[string]any{"running": running, "log": files.Log(), "log_tail": tail}
 	if running {
 		uptime := time.Since(s.StartedAt).Round(time.Second)
 		out["pid"], out["addr"], out["url"], out["store"] = s.Pid, s.Addr, s.URL, s.Store
 		out["started_at"], out["uptime"], out["uptime_seconds"] = s.StartedAt, uptime.String(), int64(uptime.Seconds())
-		out["rss_bytes"] = daemon.RSS(s.Pid)
+		out["rss_bytes"] = gatewayd.RSS(s.Pid)
 	}
 	p, err := a.printer(cmd)
 	if err != nil {
@@ -426,7 +427,7 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 			return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("N must be a number of lines, got %q", arg)}
 		}
 	}
-	lines, end, err := daemon.Tail(files.Log(), n)
+	lines, end, err := cappedlog.Tail(files.Log(), n)
 	if err != nil {
 		return &commandError{cmd: "gateway logs", err: err}
 	}
@@ -436,7 +437,7 @@ func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
 	if !cmd.Bool("follow") {
 		return nil
 	}
-	if err := daemon.Follow(ctx, files.Log(), end, a.streams.Out); err != nil {
+	if err := cappedlog.Follow(ctx, files.Log(), end, a.streams.Out); err != nil {
 		return &commandError{cmd: "gateway logs", err: err}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/registry"
 )
 
 // Every command and flag in help says what it is, once: no empty
@@ -48,7 +49,7 @@ func TestHelpTextsAreNonEmptyAndSayThingsOnce(t *testing.T) {
 			}
 		}
 	}
-	check(cli.DocsTree(), "lm")
+	check(cli.DocsTree(registry.Catalog()), "lm")
 }
 
 // repeatedPhrase is the first run of one to eight words said twice in a
@@ -103,7 +104,7 @@ func TestREADMECommandsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	root := cli.DocsTree()
+	root := cli.DocsTree(registry.Catalog())
 	lines, inShell, checked := bufio.NewScanner(f), false, 0
 	for n := 1; lines.Scan(); n++ {
 		line := lines.Text()

@@ -67,7 +67,7 @@ func (a *app) mcpCommand() *ucli.Command {
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
-			s, err := mcpx.NewServer(a.ops, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
+			s, err := mcpx.NewServer(a.ops, a.catalog.Resources, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}

@@ -10,14 +10,13 @@ import (
 
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 )
 
 // root builds a fresh command tree; urfave flags keep parse state, so a tree
 // is never reused between runs.
 func (a *app) root() *ucli.Command {
-	a.ops = registry.All()
+	a.ops = a.catalog.Ops
 	root := &ucli.Command{
 		Name:  "lm",
 		Usage: "composable tools for people and coding agents, over one shared store",
@@ -60,7 +59,7 @@ func (a *app) root() *ucli.Command {
 		}
 	}
 	groups := map[string]*ucli.Command{}
-	for _, g := range registry.Groups {
+	for _, g := range a.catalog.Groups {
 		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
 		if o, ok := groupOps[g.Name]; ok {
 			groups[g.Name] = a.opCommand(o)
@@ -84,7 +83,7 @@ func (a *app) root() *ucli.Command {
 		for i, name := range m.Path[1 : len(m.Path)-1] {
 			child := parent.Command(name)
 			if child == nil {
-				child = &ucli.Command{Name: name, Usage: registry.Subgroups[strings.Join(m.Path[:i+2], " ")], Action: groupAction}
+				child = &ucli.Command{Name: name, Usage: a.catalog.Subgroups[strings.Join(m.Path[:i+2], " ")], Action: groupAction}
 				parent.Commands = append(parent.Commands, child)
 			}
 			parent = child
@@ -120,16 +119,14 @@ func subcommands(cmd *ucli.Command) string {
 	return strings.Join(names, ", ")
 }
 
-// ExitStatusText is the exit-code table every command shares, for help and
-// man pages.
-const ExitStatusText = `EXIT STATUS
-  0  success
-  1  internal or unexpected error
-  2  usage error or invalid input
-  3  not found
-  4  conflict with the stored state (e.g. editing a consumed instruction)
-  5  denied (allowlist, authentication)
-  6  unavailable (store locked past --lock-timeout, queue database unreachable, model or server down)
-  7  timed out, or nothing available (a wait that ended empty)
-  8  checks failed (lm verify, lm store check)
-  130 interrupted`
+// ExitStatusText is the exit-code table every command shares, for help.
+var ExitStatusText = exitStatusText()
+
+func exitStatusText() string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS")
+	for _, row := range op.ExitStatuses() {
+		fmt.Fprintf(&b, "\n  %-3d %s", row.Code, row.Meaning)
+	}
+	return b.String()
+}

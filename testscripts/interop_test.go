@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 
 	"lmtool.dev/lm/pkg/npmtest"
 	"lmtool.dev/lm/pkg/registry"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // interopWorld is what the third-party clients work against: a git project,
@@ -66,30 +66,9 @@ func newInteropWorld(t *testing.T) *interopWorld {
 // port and returns its base URL.
 func serveHTTP(t *testing.T, everything string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(everything, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+addr[strings.LastIndexByte(addr, ':')+1:])
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	waitFor(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return "http://" + addr
+	port := testkit.FreePort(t)
+	npmtest.Serve(t, everything, "streamableHttp", port)
+	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
 func (w *interopWorld) startGateway(t *testing.T) {

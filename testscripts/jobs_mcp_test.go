@@ -180,38 +180,40 @@ func TestRunTaskStreamsThroughAnMCPClient(t *testing.T) {
 		{"ticks", "tick 0\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\ntick 7\ntick 8\ntick 9\n"},
 		{"flood", strings.Repeat("x", 100000)},
 	} {
-		res := runTask(ctx, t, c, "p-"+c2.task, map[string]any{"op": "start", "task": c2.task, "stream": true, "wait_ms": 30000})
-		status, _ := res["status"].(map[string]any)
-		if res["ok"] != true || res["state"] != "exited" || status["exit_code"] != float64(0) {
-			t.Fatalf("%s: %v", c2.task, res)
-		}
-		id := res["job_id"].(string)
-		waitFor(t, func() bool { _, ended, _ := notes.snapshot(id); return ended })
-		chunks, _, progress := notes.snapshot(id)
-		for _, ch := range chunks {
-			if len(ch) > 8<<10 {
-				t.Errorf("%s: a notification carried %d bytes", c2.task, len(ch))
+		t.Run(c2.task, func(t *testing.T) {
+			res := runTask(ctx, t, c, "p-"+c2.task, map[string]any{"op": "start", "task": c2.task, "stream": true, "wait_ms": 30000})
+			status, _ := res["status"].(map[string]any)
+			if res["ok"] != true || res["state"] != "exited" || status["exit_code"] != float64(0) {
+				t.Fatalf("%s: %v", c2.task, res)
 			}
-		}
-		if got := strings.Join(chunks, ""); got != c2.want {
-			t.Errorf("%s: streamed %d bytes in %d chunks, want %d bytes", c2.task, len(got), len(chunks), len(c2.want))
-		}
-		if c2.task == "ticks" && len(chunks) < 3 {
-			t.Errorf("ticks arrived in %d notifications, not as they were printed", len(chunks))
-		}
-		if len(progress) == 0 || progress[len(progress)-1] != float64(len(c2.want)) {
-			t.Errorf("%s: progress %v, want it to end at %d bytes", c2.task, progress, len(c2.want))
-		}
+			id := res["job_id"].(string)
+			waitFor(t, func() bool { _, ended, _ := notes.snapshot(id); return ended })
+			chunks, _, progress := notes.snapshot(id)
+			for _, ch := range chunks {
+				if len(ch) > 8<<10 {
+					t.Errorf("%s: a notification carried %d bytes", c2.task, len(ch))
+				}
+			}
+			if got := strings.Join(chunks, ""); got != c2.want {
+				t.Errorf("%s: streamed %d bytes in %d chunks, want %d bytes", c2.task, len(got), len(chunks), len(c2.want))
+			}
+			if c2.task == "ticks" && len(chunks) < 3 {
+				t.Errorf("ticks arrived in %d notifications, not as they were printed", len(chunks))
+			}
+			if len(progress) == 0 || progress[len(progress)-1] != float64(len(c2.want)) {
+				t.Errorf("%s: progress %v, want it to end at %d bytes", c2.task, progress, len(c2.want))
+			}
 
-		var log struct {
-			From, To uint64
-			Data     string
-			EOF      bool
-		}
-		readResource(ctx, t, c, "joblog://"+id+"?from=5", &log)
-		if log.From != 5 || log.To != uint64(min(len(c2.want), 5+64<<10)) || log.Data != c2.want[5:log.To] {
-			t.Errorf("%s: joblog from 5 = %d..%d", c2.task, log.From, log.To)
-		}
+			var log struct {
+				From, To uint64
+				Data     string
+				EOF      bool
+			}
+			readResource(ctx, t, c, "joblog://"+id+"?from=5", &log)
+			if log.From != 5 || log.To != uint64(min(len(c2.want), 5+64<<10)) || log.Data != c2.want[5:log.To] {
+				t.Errorf("%s: joblog from 5 = %d..%d", c2.task, log.From, log.To)
+			}
+		})
 	}
 
 	started := runTask(ctx, t, c, nil, map[string]any{"op": "start", "task": "serve", "orphan_ttl_sec": 60})

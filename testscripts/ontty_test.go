@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/creack/pty"
+
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // ontty [-merge] [-interrupt REGEXP] PROG [ARGS...] runs PROG as at a
@@ -56,7 +58,7 @@ func ontty() int {
 	termTTY.Close()
 	errTTY.Close()
 
-	var out, stderr lockedBuffer
+	var out, stderr testkit.Buffer
 	var copies sync.WaitGroup
 	copies.Add(1)
 	if !*merge {
@@ -96,22 +98,4 @@ func ontty() int {
 		return 1
 	}
 	return 0
-}
-
-// lockedBuffer is a buffer two goroutines use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
 }

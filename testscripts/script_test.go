@@ -18,6 +18,7 @@ import (
 	"lmtool.dev/lm/cli"
 	"lmtool.dev/lm/pkg/cgroup"
 	"lmtool.dev/lm/pkg/npmtest"
+	"lmtool.dev/lm/pkg/registry"
 )
 
 // condition answers [everything]: whether server-everything (from npm) can
@@ -78,7 +79,7 @@ func TestMain(m *testing.M) {
 	for _, v := range []string{"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKEOVERRIDES"} {
 		os.Unsetenv(v)
 	}
-	lm := func() { os.Exit(cli.Main()) }
+	lm := func() { os.Exit(cli.Main(registry.Catalog())) }
 	testscript.Main(m, map[string]func(){
 		"lm":       lm,
 		"lm-queue": lm,

@@ -8,7 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v3"
 
-	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/op"
 )
 
 // environment and files are what every lm command reads, for the man
@@ -83,9 +83,8 @@ func withSections(page, self, path string, cmd *ucli.Command, pages []string) st
 		fmt.Fprintf(&b, ".TP\n.I %s\n%s\n", roffEscape(f[0]), roffEscape(f[1]))
 	}
 	b.WriteString("\n.SH EXIT STATUS\n")
-	for _, line := range strings.Split(cli.ExitStatusText, "\n")[1:] {
-		code, meaning, _ := strings.Cut(strings.TrimSpace(line), " ")
-		fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", code, roffEscape(strings.TrimSpace(meaning)))
+	for _, row := range op.ExitStatuses() {
+		fmt.Fprintf(&b, ".TP\n.B %d\n%s\n", row.Code, roffEscape(row.Meaning))
 	}
 	b.WriteString("\n.SH SEE ALSO\n")
 	var others []string

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"lmtool.dev/lm/cli"
+	"lmtool.dev/lm/pkg/registry"
 )
 
-func main() { os.Exit(cli.Main()) }
+func main() { os.Exit(cli.Main(registry.Catalog())) }

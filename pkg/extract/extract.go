@@ -27,7 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"lmtool.dev/lm/pkg/confine"
-	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/helpercall"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -49,7 +49,7 @@ type Input struct {
 	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
 	MaxFileBytes     int64    `json:"max_file_bytes,omitempty" jsonschema:"skip larger files (default 10 MiB)"`
 	MaxMatches       int      `json:"max_matches,omitempty" jsonschema:"pattern_match: stop after this many matches per file (default 1000)"`
-	envelope.Request
+	helpercall.Request
 
 	regexps []*regexp.Regexp
 }
@@ -164,7 +164,7 @@ type Stats struct {
 }
 
 // Output is local_extract's result.
-type Output = envelope.Result[Data]
+type Output = helpercall.Result[Data]
 
 // Extract answers a local_extract call.
 func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -193,7 +193,7 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	return withMissing(envelope.OK(d, read), results), nil
+	return withMissing(helpercall.OK(d, read), results), nil
 }
 
 // withMissing makes a file that does not exist fail the command as rg's

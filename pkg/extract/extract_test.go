@@ -12,13 +12,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 func TestSplitFrontmatter(t *testing.T) {
@@ -33,20 +32,22 @@ func TestSplitFrontmatter(t *testing.T) {
 		{"toml", "+++\ntitle = \"t\"\n[meta]\nk = 1\n+++\n", "toml", 2, map[string]Field{"title": {"t", 2}, "meta": {map[string]any{"k": int64(1)}, 3}}},
 		{"json", "{\n  \"a\": \"}\",\n  \"b\": 2\n}\ntext", "json", 1, map[string]Field{"a": {"}", 2}, "b": {json.Number("2"), 3}}},
 	} {
-		b, err := SplitFrontmatter([]byte(tc.in))
-		if err != nil || b == nil {
-			t.Fatalf("%s: %v %v", tc.name, b, err)
-		}
-		if b.Format != tc.format || b.Line != tc.line {
-			t.Errorf("%s: format %s line %d", tc.name, b.Format, b.Line)
-		}
-		fields, err := ParseFrontmatter(b)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if !reflect.DeepEqual(fields, tc.fields) {
-			t.Errorf("%s: fields = %#v, want %#v", tc.name, fields, tc.fields)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := SplitFrontmatter([]byte(tc.in))
+			if err != nil || b == nil {
+				t.Fatalf("%s: %v %v", tc.name, b, err)
+			}
+			if b.Format != tc.format || b.Line != tc.line {
+				t.Errorf("%s: format %s line %d", tc.name, b.Format, b.Line)
+			}
+			fields, err := ParseFrontmatter(b)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if !reflect.DeepEqual(fields, tc.fields) {
+				t.Errorf("%s: fields = %#v, want %#v", tc.name, fields, tc.fields)
+			}
+		})
 	}
 	if b, err := SplitFrontmatter([]byte("# title\n---\na: 1\n---\n")); b != nil || err != nil {
 		t.Errorf("no block: %v %v", b, err)
@@ -133,8 +134,11 @@ func TestScannersGolden(t *testing.T) {
 	}
 }
 
+// testEnv is the person's environment on lm's command line.
 func testEnv(t *testing.T) *op.Env {
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), 5*time.Second), Caller: op.Person()}
+	env := testkit.Env(t)
+	env.Caller = op.Person()
+	return env
 }
 
 func call(t *testing.T, env *op.Env, in Input) Data {
@@ -356,9 +360,11 @@ func TestReadFile(t *testing.T) {
 		{".", 1 << 20, "file_not_found"},
 		{"missing", 100, "file_not_found"},
 	} {
-		if _, r, ok := readFile(root, tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
-			t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
-		}
+		t.Run(tc.path, func(t *testing.T) {
+			if _, r, ok := readFile(root, tc.path, tc.limit, nil); ok || r.ErrorCategory != tc.category {
+				t.Errorf("%s: %v %+v, want %s", tc.path, ok, r, tc.category)
+			}
+		})
 	}
 }
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/helpercall"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -47,7 +47,7 @@ type AnalyzeInput struct {
 	Root             string   `json:"root,omitempty" jsonschema:"the directory paths resolve under (default: the current directory)"`
 	AllowOutsideRoot bool     `json:"allow_outside_root,omitempty" jsonschema:"read paths outside root too"`
 	NoCache          bool     `json:"no_cache,omitempty" jsonschema:"neither read nor write the content-hash cache"`
-	envelope.Request
+	helpercall.Request
 }
 
 // RefineSchema lists the task types.
@@ -63,21 +63,21 @@ type AnalyzeData struct {
 }
 
 // Analyze answers a local_analyze call.
-func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (envelope.Result[AnalyzeData], error) {
+func Analyze(ctx context.Context, env *op.Env, a AnalyzeInput) (helpercall.Result[AnalyzeData], error) {
 	in := Input{TaskType: a.TaskType, Files: a.Files, Depth: a.Depth, Root: a.Root, AllowOutsideRoot: a.AllowOutsideRoot, NoCache: a.NoCache}
 	if err := a.CheckSchema(); err != nil {
-		return envelope.Result[AnalyzeData]{}, err
+		return helpercall.Result[AnalyzeData]{}, err
 	}
 	if err := in.Validate(); err != nil {
-		return envelope.Result[AnalyzeData]{}, err
+		return helpercall.Result[AnalyzeData]{}, err
 	}
 	out, err := Extract(ctx, env, in)
 	if err != nil {
-		return envelope.Result[AnalyzeData]{}, err
+		return helpercall.Result[AnalyzeData]{}, err
 	}
 	d := AnalyzeData{TaskType: out.Data.TaskType, Analysis: out.Data.Results, Stats: out.Data.Stats}
 	if err := a.Conform(d); err != nil {
-		return envelope.Result[AnalyzeData]{}, err
+		return helpercall.Result[AnalyzeData]{}, err
 	}
-	return envelope.OK(d, out.BytesRead), nil
+	return helpercall.OK(d, out.BytesRead), nil
 }

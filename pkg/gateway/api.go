@@ -14,8 +14,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/agent"
-	"lmtool.dev/lm/pkg/jsonio"
+	"lmtool.dev/lm/pkg/httpjson"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -70,14 +69,14 @@ func (s *Server) apiHandler(rt route) http.Handler {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		input, err := requestInput(r, rt, o)
 		if err != nil {
-			writeError(w, statusFor(err, http.StatusBadRequest), err)
+			writeError(w, op.HTTPStatus(err, http.StatusBadRequest), err)
 			return
 		}
 		env := s.opts.Env
 		env.Client = "web"
 		out, err := o.Call(r.Context(), &env, input)
 		if err != nil {
-			status := statusFor(err, http.StatusUnprocessableEntity)
+			status := op.HTTPStatus(err, http.StatusUnprocessableEntity)
 			switch {
 			case r.Context().Err() != nil:
 				// The caller stopped waiting (the page's Stop, say): not
@@ -197,36 +196,6 @@ func wildcards(path string) []string {
 	return names
 }
 
-// statusFor maps an operation error's kind to an HTTP status; fallback is
-// used for invalid input.
-func statusFor(err error, invalid int) int {
-	// A tool that reports an error answered: the failure is the server's,
-	// not the gateway's.
-	switch op.EnvelopeOf(err).ErrorCategory {
-	case agent.OutcomeToolError:
-		return http.StatusBadGateway
-	case "store_corrupt":
-		// A damaged store is the server's failure, not the request's.
-		return http.StatusInternalServerError
-	}
-	switch op.KindOf(err) {
-	case op.KindInvalid, op.KindChecksFailed:
-		return invalid
-	case op.KindNotFound:
-		return http.StatusNotFound
-	case op.KindConflict:
-		return http.StatusConflict
-	case op.KindDenied:
-		return http.StatusForbidden
-	case op.KindUnavailable:
-		return http.StatusServiceUnavailable
-	case op.KindTimeout:
-		return http.StatusGatewayTimeout
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
 // apiNotFound answers /api/ paths no route serves: 405 with Allow when the
 // path exists under another method, else 404.
 func apiNotFound(w http.ResponseWriter, r *http.Request) {
@@ -263,29 +232,11 @@ func pathMatches(pattern, path string) bool {
 	return true
 }
 
-// writeJSON sends v as the response body.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := jsonio.Marshal(v)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
-}
-
-// writeError sends err as lm's JSON error envelope, the same object
-// `--json-errors` prints on the CLI.
-func writeError(w http.ResponseWriter, status int, err error) {
-	env := op.EnvelopeOf(err)
-	data, _ := jsonio.Marshal(env)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
-}
+// The gateway answers in JSON as every HTTP face does.
+var (
+	writeJSON  = httpjson.Write
+	writeError = httpjson.Error
+)
 
 // schemaProp is a property's schema, or an empty (any-type) schema.
 func schemaProp(s *jsonschema.Schema, name string) *jsonschema.Schema {

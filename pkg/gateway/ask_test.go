@@ -254,11 +254,13 @@ func TestAskViewInBrowser(t *testing.T) {
 		{`{"a": 40, "b": 2`, "not valid JSON"},
 		{`{"a": 40, "b": "two"}`, `"b" must be number`},
 	} {
-		if err := chromedp.Do(ctx, setValue(".proposal textarea", tc.args)); err != nil {
-			t.Fatal(err)
-		}
-		click(t, ctx, ".proposal .btn-primary")
-		waitText(t, ctx, ".proposal .form-error", contains(tc.want), "the invalid edit's error")
+		t.Run(tc.args, func(t *testing.T) {
+			if err := chromedp.Do(ctx, setValue(".proposal textarea", tc.args)); err != nil {
+				t.Fatal(err)
+			}
+			click(t, ctx, ".proposal .btn-primary")
+			waitText(t, ctx, ".proposal .form-error", contains(tc.want), "the invalid edit's error")
+		})
 	}
 	shot(t, ctx, "ask-edit-light")
 	checkContrast(t, ctx, "ask, editing, light")

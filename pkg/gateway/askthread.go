@@ -6,17 +6,17 @@ import (
 	"io"
 	"net/http"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/servers/client"
 )
 
-// The Ask view's conversation, kept per page session (see agent.Thread):
+// The Ask view's conversation, kept per page session (see client.Thread):
 // GET reads it, PUT replaces it with {"turns": […]}, DELETE clears it.
 
 func (s *Server) askThreadRoutes(mux *http.ServeMux, page func(http.Handler) http.Handler) {
 	const path = "/api/ask/thread/{session}"
 	mux.Handle("GET "+path, page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := agent.LoadThread(r.Context(), &s.opts.Env, r.PathValue("session"))
+		t, err := client.LoadThread(r.Context(), &s.opts.Env, r.PathValue("session"))
 		s.answerThread(w, t, err)
 	})))
 	mux.Handle("PUT "+path, page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,21 +33,21 @@ func (s *Server) askThreadRoutes(mux *http.ServeMux, page func(http.Handler) htt
 			writeError(w, http.StatusBadRequest, op.Errorf(op.KindInvalid, `the body must be {"turns": [ … ]}`).WithCategory("bad_json"))
 			return
 		}
-		t, err := agent.SaveThread(r.Context(), &s.opts.Env, r.PathValue("session"), body.Turns)
+		t, err := client.SaveThread(r.Context(), &s.opts.Env, r.PathValue("session"), body.Turns)
 		s.answerThread(w, t, err)
 	})))
 	mux.Handle("DELETE "+path, page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := agent.ClearThread(r.Context(), &s.opts.Env, r.PathValue("session")); err != nil {
-			writeError(w, statusFor(err, http.StatusUnprocessableEntity), err)
+		if err := client.ClearThread(r.Context(), &s.opts.Env, r.PathValue("session")); err != nil {
+			writeError(w, op.HTTPStatus(err, http.StatusUnprocessableEntity), err)
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})))
 }
 
-func (s *Server) answerThread(w http.ResponseWriter, t agent.Thread, err error) {
+func (s *Server) answerThread(w http.ResponseWriter, t client.Thread, err error) {
 	if err != nil {
-		writeError(w, statusFor(err, http.StatusUnprocessableEntity), err)
+		writeError(w, op.HTTPStatus(err, http.StatusUnprocessableEntity), err)
 		return
 	}
 	writeJSON(w, http.StatusOK, t)

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"bufio"
-	"fmt"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +11,7 @@ import (
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/sse"
 )
 
 // retryMillis is the reconnection delay the stream asks browsers to use.
@@ -34,23 +35,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	caughtUp, leave := s.hub.join()
+	caughtUp, leave := s.fanout.join()
 	defer leave()
 	select {
 	case <-caughtUp:
 	case <-r.Context().Done():
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	sse.Start(w)
 	rc := http.NewResponseController(w)
 	out := bufio.NewWriter(w)
-	fmt.Fprintf(out, "retry: %d\n\n", retryMillis)
+	sse.Retry(out, retryMillis)
 
-	pos, cursor := s.hub.position()
+	pos, cursor := s.fanout.position()
 	// A resume point from another store (a gateway for another project
 	// now on this address, or a restored file), or one this store never
 	// issued, cannot be continued: the client reloads its state.
@@ -67,10 +64,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if !resume {
 		last = cursor
 	}
-	// catchUp sends the stored events after last up to the hub's cursor,
-	// from the store, and returns the hub position to follow from.
+	// catchUp sends the stored events after last up to the fanout's cursor,
+	// from the store, and returns the fanout position to follow from.
 	catchUp := func() (uint64, error) {
-		pos, cursor := s.hub.position()
+		pos, cursor := s.fanout.position()
 		for last < cursor {
 			events, err := queue.EventsSince(r.Context(), &s.opts.Env, last, 1000)
 			if err != nil {
@@ -86,7 +83,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if e.ID > cursor {
 					break
 				}
-				if err := writeEvent(out, s.hub.derive(e), true); err != nil {
+				if err := writeEvent(out, s.fanout.derive(e), true); err != nil {
 					return 0, err
 				}
 				last = e.ID
@@ -101,7 +98,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
 	for {
-		items, wake, ok := s.hub.after(pos)
+		items, wake, ok := s.fanout.after(pos)
 		if !ok {
 			if pos, err = catchUp(); err != nil {
 				return
@@ -126,7 +123,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-wake:
 		case <-keepAlive.C:
-			fmt.Fprint(out, ": keep-alive\n\n")
+			sse.KeepAlive(out)
 		case <-r.Context().Done():
 			return
 		}
@@ -161,7 +158,11 @@ func resumePoint(r *http.Request) (last uint64, resume bool, err error) {
 // writeResync tells the client its state cannot be brought up to date
 // event by event, and why; it reloads the state and follows from latest.
 func writeResync(out *bufio.Writer, reason string, latest uint64) {
-	fmt.Fprintf(out, "event: resync\ndata: {\"reason\":%q,\"latest_event_id\":%d}\n\n", reason, latest)
+	data, _ := json.Marshal(struct {
+		Reason string `json:"reason"`
+		Latest uint64 `json:"latest_event_id"`
+	}{reason, latest})
+	sse.Write(out, sse.Event{Name: "resync", Data: data})
 }
 
 // writeEvent writes one SSE message: the event's type as the SSE event name
@@ -172,9 +173,9 @@ func writeEvent(out *bufio.Writer, e queue.Event, stored bool) error {
 	if err != nil {
 		return err
 	}
+	msg := sse.Event{Name: e.Type, Data: data}
 	if stored {
-		fmt.Fprintf(out, "id: %d\n", e.ID)
+		msg.ID = strconv.FormatUint(e.ID, 10)
 	}
-	fmt.Fprintf(out, "event: %s\ndata: %s\n\n", e.Type, data)
-	return nil
+	return sse.Write(out, msg)
 }

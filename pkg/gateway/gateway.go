@@ -58,6 +58,8 @@ type Options struct {
 	Env op.Env
 	// Ops are the operations served, normally registry.All().
 	Ops []op.Operation
+	// Resources are the MCP resources /mcp serves, normally registry.Resources().
+	Resources []op.Resource
 	// Version is reported to MCP clients and in the OpenAPI document.
 	Version string
 	// Token is the person's bearer token. When empty, it is the token in
@@ -87,7 +89,7 @@ type Server struct {
 	opts     Options
 	verifier *token.Verifier
 	ops      map[string]op.Operation
-	hub      *hub
+	fanout   *fanout
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
 	mcp      *server.StreamableHTTPServer // /mcp, whose idle sessions a sweeper forgets
@@ -139,10 +141,10 @@ func New(opts Options) (*Server, error) {
 			return nil, fmt.Errorf("gateway: route %s %s needs operation %s, which is not registered", r.method, r.path, r.tool)
 		}
 	}
-	s.hub = newHub(&s.opts.Env, opts.Log)
+	s.fanout = newFanout(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
-	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Env, opts.Version, nil,
+	mcpServer, err := mcpx.NewServer(opts.Ops, opts.Resources, opts.Env, opts.Version, nil,
 		server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true),
 		server.WithHooks(mcpx.CallLog(opts.Log)))
 	if err != nil {
@@ -159,9 +161,6 @@ func New(opts Options) (*Server, error) {
 	s.handler = s.routes(mcpServer)
 	return s, nil
 }
-
-// Handler is the gateway's whole HTTP surface.
-func (s *Server) Handler() http.Handler { return s.handler }
 
 // PageURL is the page's address on this gateway listening at addr.
 func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
@@ -249,7 +248,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready ...func() err
 	// returns, or it could recreate a store its caller is removing.
 	var background sync.WaitGroup
 	background.Add(1)
-	go func() { defer background.Done(); s.hub.run(baseCtx) }()
+	go func() { defer background.Done(); s.fanout.run(baseCtx) }()
 	defer func() { cancelAll(); background.Wait(); s.calls.Wait() }()
 	control, err := s.listenControl()
 	if err != nil {

@@ -25,13 +25,14 @@ import (
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // TestMain lets tests run the test binary as the lm command, so changes
 // can come from other processes exactly as from a shell or an agent.
 func TestMain(m *testing.M) {
 	if os.Getenv("LM_TEST_AS_LM") == "1" {
-		os.Exit(cli.Main())
+		os.Exit(cli.Main(registry.Catalog()))
 	}
 	os.Exit(m.Run())
 }
@@ -504,7 +505,7 @@ func TestEventsLiveAcrossProcessesAndResume(t *testing.T) {
 // still tells each change once.
 func TestEventsUnwatchedGatewayReadsLater(t *testing.T) {
 	defer gateway.SetQuietFollow(time.Hour)()
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
 	for _, c := range []string{"backlog one", "backlog two", "backlog three"} {
 		g.lm("queue", "add", c)
@@ -633,7 +634,7 @@ func TestEnhanceRouteBehindTheToken(t *testing.T) {
 // Shutting down ends event streams and waiting MCP calls at once, lets a
 // request in flight finish its work, and loses nothing.
 func TestGracefulShutdown(t *testing.T) {
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
 	g.do("PATCH", "/api/config", `{"default_wait_seconds": 60}`)
 	stream := g.events("")
@@ -724,24 +725,6 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a log that handlers in several goroutines write at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // A client that stalls while sending its headers or its body loses the

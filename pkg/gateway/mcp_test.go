@@ -17,6 +17,7 @@ import (
 
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 func callNext(t *testing.T, c *client.Client) map[string]any {
@@ -329,9 +330,9 @@ func TestMCPStatefulConcurrentStreams(t *testing.T) {
 
 // The gateway's log tells each instruction's life, whichever process
 // changed it, and each get_user_request served with its agent, wait and
-// result (spec 000 §7).
+// result.
 func TestLogTellsLifecycleAndCalls(t *testing.T) {
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
 	g.lm("queue", "add", "from a shell")
 	g.do("POST", "/api/instructions", `{"content": "from the page"}`)
@@ -380,7 +381,7 @@ func TestLogTellsLifecycleAndCalls(t *testing.T) {
 // what operations say for a terminal (a warning) joins the JSON log as a
 // record of its own, never as a plain-text line.
 func TestLogIsJSONAndNamesTheResolvedAgent(t *testing.T) {
-	log := &syncBuffer{}
+	log := &testkit.Buffer{}
 	g := start(t, gateway.Options{Log: slog.New(slog.NewJSONHandler(log, nil)), Sessions: mcpx.Sessions{Stateful: true}})
 	g.do("POST", "/api/instructions", `{"content": "for a nameless call"}`)
 	c, err := client.NewStreamableHttpClient(g.url+"/mcp", transport.WithHTTPHeaders(g.agentHeaders("token-agent")))

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/servers/enhance"
 )
 
@@ -34,7 +34,7 @@ func schemaOf[T any]() *jsonschema.Schema {
 // otherRoutes is built on first use: reflecting the types costs start-up
 // time every lm command would pay.
 func otherRoutes() []otherRoute {
-	status, health, thread := schemaOf[servers.Status](), schemaOf[servers.Health](), schemaOf[agent.Thread]()
+	status, health, thread := schemaOf[servers.Status](), schemaOf[servers.Health](), schemaOf[client.Thread]()
 	return []otherRoute{
 		{method: "GET", path: "/health", summary: "Every service's state: each configured MCP server, the model endpoint behind enhancement and its cache; degraded when an enabled auto-start server is not healthy or a configured model does not answer", status: 200, out: health},
 		{method: "GET", path: "/health/{server}", summary: "One server's state; 503 when it is not healthy", status: 200, out: status},

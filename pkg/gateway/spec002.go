@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/sse"
 )
 
 // Spec 002's protocol for web clients: GET /info and GET /tools describe
@@ -126,14 +126,12 @@ func (s *Server) spec002Tools(w http.ResponseWriter, r *http.Request) {
 func (s *Server) spec002Stream(w http.ResponseWriter, r *http.Request, clients *sseClients) {
 	id, cl := clients.add(r.Context())
 	defer clients.remove(id)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	sse.Start(w)
 	rc := http.NewResponseController(w)
 	hello, _ := json.Marshal(map[string]string{"type": "connected", "clientId": id})
-	fmt.Fprintf(w, "retry: %d\n\nevent: connected\ndata: %s\n\ndata: %s\n\n", retryMillis, hello, hello)
+	sse.Retry(w, retryMillis)
+	sse.Write(w, sse.Event{Name: "connected", Data: hello})
+	sse.Write(w, sse.Event{Data: hello})
 	if rc.Flush() != nil {
 		return
 	}
@@ -147,9 +145,9 @@ func (s *Server) spec002Stream(w http.ResponseWriter, r *http.Request, clients *
 				s.opts.Log.Error("encode tool_result", "err", err)
 				continue
 			}
-			fmt.Fprintf(w, "event: tool_result\ndata: %s\n\n", data)
+			sse.Write(w, sse.Event{Name: "tool_result", Data: data})
 		case <-keepAlive.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
+			sse.KeepAlive(w)
 		case <-r.Context().Done():
 			return
 		}

@@ -130,10 +130,12 @@ func TestSpec002Protocol(t *testing.T) {
 		{`{"clientId":"` + id + `","tool":"jobs_start"}`, 404, "unknown_tool"},
 		{`not json`, 400, "bad_json"},
 	} {
-		status, out := g.do("POST", "/messages", tc.body)
-		if status != tc.status || out["error_category"] != tc.category {
-			t.Errorf("POST /messages %s: %d %v, want %d %s", tc.body, status, out, tc.status, tc.category)
-		}
+		t.Run(tc.body, func(t *testing.T) {
+			status, out := g.do("POST", "/messages", tc.body)
+			if status != tc.status || out["error_category"] != tc.category {
+				t.Errorf("POST /messages %s: %d %v, want %d %s", tc.body, status, out, tc.status, tc.category)
+			}
+		})
 	}
 
 	// the client id dies with its stream

@@ -20,7 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lmtool.dev/lm/pkg/confine"
-	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/helpercall"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -40,7 +40,7 @@ type Input struct {
 	Force         bool           `json:"force,omitempty" jsonschema:"overwrite output_path if it exists"`
 	Root          string         `json:"root,omitempty" jsonschema:"the project root: .lm/templates and output_path resolve under it (default: the current directory)"`
 	List          bool           `json:"list,omitempty" jsonschema:"list the templates there are, with their origin and variables, in data.templates instead of rendering one"`
-	envelope.Request
+	helpercall.Request
 }
 
 // RefineSchema lists the task types.
@@ -89,7 +89,7 @@ type Data struct {
 }
 
 // Output is local_generate's result.
-type Output = envelope.Result[Data]
+type Output = helpercall.Result[Data]
 
 // Generate renders the template and, with output_path, writes the file.
 func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -102,7 +102,7 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 		if err := in.Conform(d); err != nil {
 			return Output{}, err
 		}
-		return envelope.OK(d, 0), nil
+		return helpercall.OK(d, 0), nil
 	}
 	root, err := confine.For(env, in.Root)
 	if err != nil {
@@ -156,7 +156,7 @@ func Generate(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	} else if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	return envelope.OK(d, read), nil
+	return helpercall.OK(d, read), nil
 }
 
 // load finds the template: a file, inline text, or a name.

@@ -44,14 +44,16 @@ func TestTemplateSources(t *testing.T) {
 		{Input{TemplateFile: filepath.Join(root, "t.hbs")}, "file lm", "file"},
 		{Input{Template: "inline {{who}}"}, "inline lm", "inline"},
 	} {
-		tc.in.Root, tc.in.Var = root, []string{"who=lm"}
-		out, err := run(t, home, tc.in)
-		if err != nil {
-			t.Fatalf("%+v: %v", tc.in, err)
-		}
-		if out.Data.Content != tc.want || out.Data.Origin != tc.origin || out.Data.Written {
-			t.Errorf("%+v: %+v", tc.in, out.Data)
-		}
+		t.Run(tc.origin, func(t *testing.T) {
+			tc.in.Root, tc.in.Var = root, []string{"who=lm"}
+			out, err := run(t, home, tc.in)
+			if err != nil {
+				t.Fatalf("%+v: %v", tc.in, err)
+			}
+			if out.Data.Content != tc.want || out.Data.Origin != tc.origin || out.Data.Written {
+				t.Errorf("%+v: %+v", tc.in, out.Data)
+			}
+		})
 	}
 	_, err := run(t, home, Input{Root: root, Template: "nope"})
 	if op.KindOf(err) != op.KindNotFound || !strings.Contains(op.EnvelopeOf(err).Suggestion, "greet, plan, state_update, summary, verification") {

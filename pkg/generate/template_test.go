@@ -58,9 +58,11 @@ func TestRender(t *testing.T) {
 		{"  {{! standalone comment }}\nline\n", "line\n"},
 		{"{{#if ok}}inline {{/if}}kept\n", "inline kept\n"},
 	} {
-		if got := render(t, tc.tmpl, data); got != tc.want {
-			t.Errorf("%q:\n got %q\nwant %q", tc.tmpl, got, tc.want)
-		}
+		t.Run(tc.tmpl, func(t *testing.T) {
+			if got := render(t, tc.tmpl, data); got != tc.want {
+				t.Errorf("%q:\n got %q\nwant %q", tc.tmpl, got, tc.want)
+			}
+		})
 	}
 }
 

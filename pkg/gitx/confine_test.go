@@ -34,6 +34,7 @@ func hostileRepo(t *testing.T) (dir, markers string) {
 // lm git on a repository that names programs runs none of them, for every
 // task, and still answers.
 func TestRepositorySettingsRunNoProgram(t *testing.T) {
+	t.Parallel()
 	dir, markers := hostileRepo(t)
 	for _, task := range []string{"status", "diff", "log", "changed_files"} {
 		for _, format := range []string{"summary", "detailed"} {
@@ -56,6 +57,7 @@ func TestRepositorySettingsRunNoProgram(t *testing.T) {
 // An agent's paths stay beneath its roots: no paths means its root, not the
 // whole repository; and it cannot trust a repository's settings.
 func TestAgentIsHeldToItsRoot(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, map[string]string{"sub/in.txt": "in\n", "secret.txt": "secret\n"})
 	write(t, dir, "sub/in.txt", "in changed\n")
 	write(t, dir, "secret.txt", "secret changed: TOPSECRET\n")

@@ -14,7 +14,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"lmtool.dev/lm/pkg/confine"
-	"lmtool.dev/lm/pkg/envelope"
+	"lmtool.dev/lm/pkg/helpercall"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -31,7 +31,7 @@ type Input struct {
 	Root             string   `json:"root,omitempty" jsonschema:"a directory inside the repository (default: the current directory)"`
 	TrustRepoConfig  bool     `json:"trust_repo_config,omitempty" jsonschema:"run the programs the repository's settings name (core.fsmonitor, filters, textconv, diff.external), as plain git does; a person-only field"`
 	Options          *Options `json:"options,omitempty" jsonschema:"spec 001's nested form of paths, limit and format"`
-	envelope.Request
+	helpercall.Request
 }
 
 // Options is spec 001's nested options object.
@@ -182,7 +182,7 @@ type ChangedFile struct {
 
 // Output is local_git's result. It embeds the envelope, whose JSON it is,
 // so that it can also declare its table for people (table.go).
-type Output struct{ envelope.Result[Data] }
+type Output struct{ helpercall.Result[Data] }
 
 // Git answers one local_git call.
 func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -217,7 +217,7 @@ func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	return Output{envelope.OK(d, int64(read))}, nil
+	return Output{helpercall.OK(d, int64(read))}, nil
 }
 
 func (r *repo) status(ctx context.Context, in Input, specs []string, d *Data) (int, error) {

@@ -12,7 +12,8 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// newRepo makes a repository with one commit of the given files.
+// newRepo makes a repository with one commit of the given files. Every test
+// makes its own repositories and environment, so the tests run in parallel.
 func newRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -66,6 +67,7 @@ func call(t *testing.T, in Input) Data {
 }
 
 func TestStatusUnusualNames(t *testing.T) {
+	t.Parallel()
 	names := []string{"with space.txt", "new\nline.txt", `quote"d.txt`, "tab\tbed.txt", "caf\xe9.txt", " leading.txt", "trailing.txt "}
 	files := map[string]string{}
 	for _, n := range names {
@@ -103,6 +105,7 @@ func TestStatusUnusualNames(t *testing.T) {
 }
 
 func TestStatusRenameStagedAndBinary(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, map[string]string{"old name.txt": "hello world, long enough to be similar\n", "img.bin": "\x00\x01\x02"})
 	run(t, dir, "mv", "old name.txt", "new name.txt")
 	write(t, dir, "img.bin", "\x00\x01\x03\x04")
@@ -127,6 +130,7 @@ func TestStatusRenameStagedAndBinary(t *testing.T) {
 }
 
 func TestEmptyRepository(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, nil)
 	d := call(t, Input{TaskType: "status", Root: dir})
 	if d.Branch.Commit != "" || !*d.Clean {
@@ -148,6 +152,7 @@ func TestEmptyRepository(t *testing.T) {
 }
 
 func TestDetachedHeadLogAndSince(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, map[string]string{"a.txt": "a\n"})
 	first := run(t, dir, "rev-parse", "HEAD")
 	write(t, dir, "b.txt", "b\n")
@@ -175,6 +180,7 @@ func TestDetachedHeadLogAndSince(t *testing.T) {
 }
 
 func TestDiffLockFilesAndTruncation(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, map[string]string{"main.go": "package main\n", "sub/package-lock.json": "{}\n"})
 	write(t, dir, "main.go", "package main\n"+strings.Repeat("// a comment line\n", 200))
 	write(t, dir, "sub/package-lock.json", "{\"x\": 1}\n")
@@ -192,6 +198,7 @@ func TestDiffLockFilesAndTruncation(t *testing.T) {
 }
 
 func TestSubmoduleAndWorktree(t *testing.T) {
+	t.Parallel()
 	sub := newRepo(t, map[string]string{"lib.txt": "lib\n"})
 	dir := newRepo(t, map[string]string{"a.txt": "a\n"})
 	run(t, dir, "submodule", "add", "-q", sub, "vendor/lib")
@@ -211,6 +218,7 @@ func TestSubmoduleAndWorktree(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
+	t.Parallel()
 	dir := newRepo(t, map[string]string{"a.txt": "a\n"})
 	outside := t.TempDir()
 	if err := os.Symlink(outside, filepath.Join(dir, "link")); err != nil {
@@ -242,6 +250,7 @@ func TestRefusals(t *testing.T) {
 // its source in diff and changed_files; a name that is not UTF-8 keeps its
 // exact bytes in path_base64.
 func TestCopiesAndNonUTF8InDiffAndChangedFiles(t *testing.T) {
+	t.Parallel()
 	body := strings.Repeat("a line that makes the file long enough to compare\n", 20)
 	dir := newRepo(t, map[string]string{"orig.txt": body})
 	write(t, dir, "copy.txt", body)

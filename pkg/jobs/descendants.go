@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"lmtool.dev/lm/pkg/privatefile"
 	"lmtool.dev/lm/pkg/proc"
 )
 
@@ -37,8 +38,7 @@ func recordDescendants(home, id string, done <-chan struct{}) {
 			fmt.Fprintf(&record, "%d %d\n", p.PID, p.Start)
 		}
 		if !bytes.Equal(record.Bytes(), last) {
-			tmp := path + ".tmp"
-			if os.WriteFile(tmp, record.Bytes(), 0o600) == nil && os.Rename(tmp, path) == nil {
+			if privatefile.Write(path, record.Bytes()) == nil {
 				last = record.Bytes()
 			}
 		}

@@ -47,18 +47,20 @@ func TestPrinter(t *testing.T) {
 		{".n > 1", false, false, "true\n"},
 		{"empty", false, false, ""},
 	} {
-		var out bytes.Buffer
-		p, err := NewPrinter(&out, tc.jq, tc.raw, tc.pretty)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := map[string]any{"a": "<b>", "n": jsonNumber("12345678901234567890")}
-		if err := p.Document(context.Background(), v); err != nil {
-			t.Fatal(err)
-		}
-		if out.String() != tc.want {
-			t.Errorf("jq %q raw %v pretty %v: %q, want %q", tc.jq, tc.raw, tc.pretty, out.String(), tc.want)
-		}
+		t.Run(tc.jq, func(t *testing.T) {
+			var out bytes.Buffer
+			p, err := NewPrinter(&out, tc.jq, tc.raw, tc.pretty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := map[string]any{"a": "<b>", "n": jsonNumber("12345678901234567890")}
+			if err := p.Document(context.Background(), v); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("jq %q raw %v pretty %v: %q, want %q", tc.jq, tc.raw, tc.pretty, out.String(), tc.want)
+			}
+		})
 	}
 	if _, err := NewPrinter(&bytes.Buffer{}, ".a[", false, false); err == nil || !strings.Contains(err.Error(), "invalid jq filter") {
 		t.Errorf("bad filter: %v", err)

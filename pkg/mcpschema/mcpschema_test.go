@@ -19,9 +19,11 @@ func TestToolProblems(t *testing.T) {
 		{`{"name":"t","inputSchema":{"type":"object","required":[1]}}`, `required is an array`},
 		{`{"name":"t"}`, `no inputSchema`},
 	} {
-		got := strings.Join(ToolProblems([]byte(c.tool)), "; ")
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("%s: problems %q, want %q", c.tool, got, c.want)
-		}
+		t.Run(c.tool, func(t *testing.T) {
+			got := strings.Join(ToolProblems([]byte(c.tool)), "; ")
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("%s: problems %q, want %q", c.tool, got, c.want)
+			}
+		})
 	}
 }

@@ -19,7 +19,7 @@ import (
 // ServeStdio over pipes, as an MCP client sees it.
 func BenchmarkStdioRoundTrip(b *testing.B) {
 	env := op.Env{Store: store.New(filepath.Join(b.TempDir(), "lm.db"), time.Second), Stderr: io.Discard, Now: time.Now}
-	s, err := NewServer(buildinfo.Ops(), env, "bench", nil)
+	s, err := NewServer(buildinfo.Ops(), nil, env, "bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

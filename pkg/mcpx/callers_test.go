@@ -167,7 +167,7 @@ func mcpFace(t *testing.T, name string, ops []op.Operation, base op.Env,
 		if callerInBase {
 			env.Caller = c
 		}
-		s, err := mcpx.NewServer(ops, env, "test", nil)
+		s, err := mcpx.NewServer(ops, registry.Resources(), env, "test", nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,13 +9,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/queue"
 )
 
 // CallLog logs each tool call: its tool and whether it failed, and for
 // get_user_request the agent it was credited to, how long it waited and
-// what it returned (spec 000 §7). Both MCP faces use it: lm mcp into its
-// log file, the gateway into its log.
+// what it returned (an instruction or the empty answer), so a person
+// reading the log can tell an agent that waited in vain from one that got
+// work. Both MCP faces use it: lm mcp into its log file, the gateway into
+// its log.
 func CallLog(log *slog.Logger) *server.Hooks {
 	hooks := &server.Hooks{}
 	hooks.AddAfterCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest, result any) {
@@ -34,7 +35,7 @@ func CallLog(log *slog.Logger) *server.Hooks {
 			}
 			requested, _ := req.GetArguments()["agent_id"].(string)
 			caller, _ := op.CallerFrom(ctx)
-			attrs = append(attrs, "agent_id", queue.AgentID(requested, caller.Name, clientName(ctx, *req)),
+			attrs = append(attrs, "agent_id", op.AgentID(requested, caller.Name, clientName(ctx, *req)),
 				"result_type", out.ResultType, "waited_seconds", out.Waited)
 		}
 		log.Info("tool call", attrs...)

@@ -17,7 +17,6 @@ import (
 
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
-	"lmtool.dev/lm/pkg/registry"
 )
 
 // Instructions tell connecting agents how to use lm's tools.
@@ -25,7 +24,7 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 	"Call get_user_request to receive the user's next instruction; after finishing it (or when the answer is empty), " +
 	"call get_user_request again instead of ending your session."
 
-// NewServer builds an MCP server exposing ops. base is copied for every
+// NewServer builds an MCP server exposing ops and resources. base is copied for every
 // call, with the client's name and progress reporting filled in, and, for a
 // caller other than the person, the roots its client declares (base.Roots
 // when it declares none). Only, when
@@ -36,7 +35,7 @@ const Instructions = "lm exposes a human→agent instruction queue and developer
 // caller, or the one a face recorded on the request's context — given
 // base's grant; a tool called anyway is refused by [op.Operation.Call].
 // Tools that are not lm's operations (a hub's) are listed as they are.
-func NewServer(ops []op.Operation, base op.Env, version string, only []string, options ...server.ServerOption) (*server.MCPServer, error) {
+func NewServer(ops []op.Operation, resources []op.Resource, base op.Env, version string, only []string, options ...server.ServerOption) (*server.MCPServer, error) {
 	for _, g := range only {
 		if !slices.ContainsFunc(ops, func(o op.Operation) bool { return o.Info().Group() == g }) {
 			return nil, op.Errorf(op.KindInvalid, "unknown group %q", g).WithHint("groups: %s", strings.Join(Groups(ops), ", "))
@@ -69,7 +68,7 @@ func NewServer(ops []op.Operation, base op.Env, version string, only []string, o
 		}
 		s.AddTool(tool, handler(s, o, base, roots))
 	}
-	for _, r := range registry.Resources() {
+	for _, r := range resources {
 		if len(only) > 0 && !slices.Contains(only, r.Group) {
 			continue
 		}

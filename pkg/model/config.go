@@ -15,7 +15,7 @@ import (
 // Providers are the wire protocols a model can be reached by.
 const (
 	Ollama = "ollama" // Ollama's /api/chat and /api/embed
-	OpenAI = "openai" // OpenAI-compatible /v1/chat/completions and /v1/embeddings
+	OpenAI = "openai" // OpenAI-compatible /v1/chat/completions
 )
 
 // Config is the [model] table of $LM_HOME/config.toml, after the
@@ -27,7 +27,6 @@ type Config struct {
 	Provider            string   `toml:"provider"`
 	URL                 string   `toml:"url"`
 	Model               string   `toml:"model"`
-	EmbeddingModel      string   `toml:"embedding_model"`
 	Timeout             Duration `toml:"timeout"`
 	MaxRetries          int      `toml:"max_retries"`
 	ConfidenceThreshold float64  `toml:"confidence_threshold"`
@@ -80,7 +79,7 @@ func Load(home string, lookupEnv func(string) (string, bool)) (Config, error) {
 		ConfidenceThreshold: DefaultConfidenceThreshold, Source: path}
 	if err := config.Table(home, "model", &cfg); err != nil {
 		return cfg, op.Errorf(op.KindInvalid, "%v", err).
-			WithHint("[model] takes provider, url, model, embedding_model, timeout, max_retries and confidence_threshold")
+			WithHint("[model] takes provider, url, model, timeout, max_retries and confidence_threshold")
 	}
 	for env, field := range map[string]*string{"LM_MODEL_PROVIDER": &cfg.Provider, "LM_MODEL_URL": &cfg.URL, "LM_MODEL": &cfg.Model} {
 		if v, ok := lookupEnv(env); ok {
@@ -154,9 +153,6 @@ func ollamaHost(s string) string {
 func (c *Config) applyDefaults() {
 	if c.URL == "" && c.Provider == Ollama {
 		c.URL = DefaultOllamaURL
-	}
-	if c.EmbeddingModel == "" {
-		c.EmbeddingModel = c.Model
 	}
 }
 

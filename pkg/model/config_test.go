@@ -54,7 +54,7 @@ confidence_threshold = 0.9
 		t.Fatal(err)
 	}
 	if !cfg.Enabled() || cfg.Provider != OpenAI || cfg.URL != "http://127.0.0.1:8080/v1" || cfg.Model != "qwen" ||
-		cfg.EmbeddingModel != "qwen" || time.Duration(cfg.Timeout) != 1500*time.Millisecond || cfg.MaxRetries != 0 || cfg.ConfidenceThreshold != 0.9 {
+		time.Duration(cfg.Timeout) != 1500*time.Millisecond || cfg.MaxRetries != 0 || cfg.ConfidenceThreshold != 0.9 {
 		t.Fatalf("cfg = %+v", cfg)
 	}
 }
@@ -86,10 +86,12 @@ func TestLoadRejectsBadSettings(t *testing.T) {
 		{"[model]\nconfidence_threshold = 1.5\n", "confidence_threshold must be between 0 and 1"},
 		{"[model\n", "line 1"},
 	} {
-		_, err := Load(home(t, tc.config), os.LookupEnv)
-		if op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: err = %v, want %q", tc.config, err, tc.want)
-		}
+		t.Run(tc.config, func(t *testing.T) {
+			_, err := Load(home(t, tc.config), os.LookupEnv)
+			if op.KindOf(err) != op.KindInvalid || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%q: err = %v, want %q", tc.config, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -76,7 +76,6 @@ type Client struct {
 // backend is one provider's wire format.
 type backend interface {
 	chat(ctx context.Context, c *Client, msgs []Message, format json.RawMessage) (reply, error)
-	embed(ctx context.Context, c *Client, texts []string) ([][]float64, int, error)
 }
 
 // reply is what one request returned.
@@ -152,23 +151,6 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 			Message{Role: "user", Content: "PREVIOUS OUTPUT WAS INVALID: " + problem +
 				"\nTry again: reply with only one JSON value that matches the schema, no commentary."})
 	}
-}
-
-// Embed returns one vector per text and the tokens the server counted.
-func (c *Client) Embed(ctx context.Context, texts []string) ([][]float64, int, error) {
-	if len(texts) == 0 {
-		return nil, 0, nil
-	}
-	return c.backend.embed(ctx, c, texts)
-}
-
-// checkVectors insists on one vector per text.
-func checkVectors(texts, vectors int) error {
-	if texts != vectors {
-		return op.Errorf(op.KindUnavailable, "model server returned %d embeddings for %d texts", vectors, texts).
-			WithCategory(CategoryInvalidOutput)
-	}
-	return nil
 }
 
 // accept checks one reply: the caller's Accept first, then the schema. It

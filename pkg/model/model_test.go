@@ -112,7 +112,7 @@ var verdict = &jsonschema.Schema{
 
 func client(t *testing.T, provider, url string, edit ...func(*Config)) *Client {
 	t.Helper()
-	cfg := Config{Provider: provider, URL: url, Model: "qwen2.5-coder:7b", EmbeddingModel: "nomic-embed-text",
+	cfg := Config{Provider: provider, URL: url, Model: "qwen2.5-coder:7b",
 		Timeout: Duration(10 * time.Second), MaxRetries: 2, ConfidenceThreshold: 0.7}
 	for _, e := range edit {
 		e(&cfg)
@@ -338,28 +338,6 @@ func TestOpenAIErrors(t *testing.T) {
 				t.Fatalf("err = %v (%s, exit %d)", err, category(err), op.KindOf(err).ExitCode())
 			}
 		})
-	}
-}
-
-func TestEmbed(t *testing.T) {
-	ol := newServer(t, status(200, map[string]any{"model": "nomic-embed-text", "embeddings": [][]float64{{0.1, 0.2}, {0.3, 0.4}}, "prompt_eval_count": 9}))
-	vecs, tokens, err := client(t, Ollama, ol.URL).Embed(context.Background(), []string{"a", "b"})
-	if err != nil || len(vecs) != 2 || vecs[1][0] != 0.3 || tokens != 9 {
-		t.Fatalf("ollama: %v %d %v", vecs, tokens, err)
-	}
-	if ol.paths[0] != "/api/embed" || ol.request(0)["model"] != "nomic-embed-text" {
-		t.Errorf("ollama request %s %v", ol.paths[0], ol.request(0))
-	}
-	oa := newServer(t, status(200, map[string]any{
-		"data":  []any{map[string]any{"index": 1, "embedding": []float64{2}}, map[string]any{"index": 0, "embedding": []float64{1}}},
-		"usage": map[string]any{"prompt_tokens": 4, "total_tokens": 4}}))
-	vecs, tokens, err = client(t, OpenAI, oa.URL).Embed(context.Background(), []string{"a", "b"})
-	if err != nil || fmt.Sprint(vecs) != "[[1] [2]]" || tokens != 4 || oa.paths[0] != "/v1/embeddings" {
-		t.Fatalf("openai: %v %d %v %s", vecs, tokens, err, oa.paths[0])
-	}
-	short := newServer(t, status(200, map[string]any{"embeddings": [][]float64{{1}}}))
-	if _, _, err := client(t, Ollama, short.URL).Embed(context.Background(), []string{"a", "b"}); category(err) != CategoryInvalidOutput {
-		t.Errorf("one vector for two texts: %v", err)
 	}
 }
 

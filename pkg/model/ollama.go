@@ -33,18 +33,3 @@ func (ollama) chat(ctx context.Context, c *Client, msgs []Message, format json.R
 	}
 	return reply{content: res.Message.Content, tokens: res.PromptEvalCount + res.EvalCount}, nil
 }
-
-func (ollama) embed(ctx context.Context, c *Client, texts []string) ([][]float64, int, error) {
-	req := map[string]any{"model": c.cfg.EmbeddingModel, "input": texts}
-	var res struct {
-		Embeddings      [][]float64 `json:"embeddings"`
-		PromptEvalCount int         `json:"prompt_eval_count"`
-	}
-	if err := c.post(ctx, "/api/embed", req, &res); err != nil {
-		return nil, 0, err
-	}
-	if err := checkVectors(len(texts), len(res.Embeddings)); err != nil {
-		return nil, 0, err
-	}
-	return res.Embeddings, res.PromptEvalCount, nil
-}

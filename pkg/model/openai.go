@@ -3,7 +3,6 @@ package model
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 
 	"lmtool.dev/lm/pkg/op"
@@ -11,8 +10,7 @@ import (
 
 // openAI speaks the OpenAI-compatible API that llama.cpp, vLLM, LM Studio
 // and others serve: POST {url}/chat/completions with a json_schema
-// response_format, POST {url}/embeddings. The url is the API's base, with
-// or without its /v1.
+// response_format. The url is the API's base, with or without its /v1.
 type openAI struct{}
 
 func (openAI) path(c *Client, endpoint string) string {
@@ -55,27 +53,4 @@ func (o openAI) chat(ctx context.Context, c *Client, msgs []Message, format json
 			WithCategory(CategoryInvalidOutput)
 	}
 	return reply{content: res.Choices[0].Message.Content, tokens: res.Usage.tokens()}, nil
-}
-
-func (o openAI) embed(ctx context.Context, c *Client, texts []string) ([][]float64, int, error) {
-	req := map[string]any{"model": c.cfg.EmbeddingModel, "input": texts}
-	var res struct {
-		Data []struct {
-			Index     int       `json:"index"`
-			Embedding []float64 `json:"embedding"`
-		} `json:"data"`
-		Usage openAIUsage `json:"usage"`
-	}
-	if err := c.post(ctx, o.path(c, "/embeddings"), req, &res); err != nil {
-		return nil, 0, err
-	}
-	if err := checkVectors(len(texts), len(res.Data)); err != nil {
-		return nil, 0, err
-	}
-	sort.Slice(res.Data, func(i, j int) bool { return res.Data[i].Index < res.Data[j].Index })
-	vectors := make([][]float64, len(res.Data))
-	for i, d := range res.Data {
-		vectors[i] = d.Embedding
-	}
-	return vectors, res.Usage.tokens(), nil
 }

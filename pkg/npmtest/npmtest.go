@@ -8,10 +8,14 @@ package npmtest
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
+	"testing"
+	"time"
 )
 
 var (
@@ -113,4 +117,36 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// Serve runs an installed server's executable (bin, from [Bin] or [Skip])
+// over HTTP in a transport mode it takes as its argument (server-everything:
+// "streamableHttp" or "sse") on a loopback port, waits up to 10 s until it
+// listens, and returns a function that kills it with its process group,
+// which also runs when the test ends.
+func Serve(t testing.TB, bin, mode string, port int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(bin, mode)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cmd.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	for range 200 {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return stop
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s %s did not listen on port %d", filepath.Base(bin), mode, port)
+	return nil
 }

@@ -63,3 +63,15 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	c, ok := ctx.Value(callerKey{}).(Caller)
 	return c, ok
 }
+
+// AgentID is the agent a get_user_request call is credited to: the
+// agent_id it gave, else the name its token proves, else its MCP client's
+// name, else "cli".
+func AgentID(requested, tokenName, client string) string {
+	for _, id := range []string{requested, tokenName, client} {
+		if id != "" {
+			return id
+		}
+	}
+	return "cli"
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"lmtool.dev/lm/pkg/store"
 )
@@ -26,34 +27,84 @@ const (
 	KindChecksFailed             // 8: verification checks failed
 )
 
+// contract is the error contract, one row a kind (indexed by it, so by exit
+// code): what the exit status means — help's EXIT STATUS, the man pages' and
+// the README's exit-code table are rendered from it — the default
+// error_category in JSON errors, and the HTTP status the gateway answers with.
+var contract = [...]struct {
+	meaning, category string
+	http              int
+}{
+	KindOK:           {"success", "", http.StatusOK},
+	KindInternal:     {"internal or unexpected error", "internal", http.StatusInternalServerError},
+	KindInvalid:      {"usage error or invalid input (nothing was written)", "invalid_input", 0}, // the route's: see HTTPStatus
+	KindNotFound:     {"not found", "not_found", http.StatusNotFound},
+	KindConflict:     {"conflict with the stored state (e.g. editing a consumed instruction, or one another process changed meanwhile)", "conflict", http.StatusConflict},
+	KindDenied:       {"denied (allowlist, authentication, a path outside the project)", "denied", http.StatusForbidden},
+	KindUnavailable:  {"unavailable (store locked past --lock-timeout, a damaged store refusing writes, the queue's database unreachable or on another schema version, model or server down)", "unavailable", http.StatusServiceUnavailable},
+	KindTimeout:      {"timed out, or nothing available (a wait that ended empty)", "timeout", http.StatusGatewayTimeout},
+	KindChecksFailed: {"checks failed (lm verify, lm store check, a damaged record or page met while reading the store)", "checks_failed", 0}, // the route's: see HTTPStatus
+}
+
+// ExitInterrupted is the exit status of a command interrupted by SIGINT or
+// SIGTERM, as shells report SIGINT.
+const ExitInterrupted = 130
+
+// ExitStatus is a row of the exit-code table.
+type ExitStatus struct {
+	Code    int
+	Meaning string
+}
+
+// ExitStatuses is the exit-code table every command shares.
+func ExitStatuses() []ExitStatus {
+	rows := make([]ExitStatus, 0, len(contract)+1)
+	for k, c := range contract {
+		rows = append(rows, ExitStatus{k, c.meaning})
+	}
+	return append(rows, ExitStatus{ExitInterrupted, "interrupted"})
+}
+
 // ExitCode is the process exit status for errors of this kind.
 func (k Kind) ExitCode() int { return int(k) }
 
 // Category is the default error_category for the kind.
 func (k Kind) Category() string {
-	switch k {
-	case KindInvalid:
-		return "invalid_input"
-	case KindNotFound:
-		return "not_found"
-	case KindConflict:
-		return "conflict"
-	case KindDenied:
-		return "denied"
-	case KindUnavailable:
-		return "unavailable"
-	case KindTimeout:
-		return "timeout"
-	case KindChecksFailed:
-		return "checks_failed"
-	default:
-		return "internal"
+	if k <= KindOK || int(k) >= len(contract) {
+		return contract[KindInternal].category
 	}
+	return contract[k].category
 }
 
 // Recoverable reports whether retrying, possibly with corrected input, can
 // succeed. Internal errors are the only ones a retry will not fix.
 func (k Kind) Recoverable() bool { return k != KindInternal }
+
+// HTTPStatus is the status every HTTP face answers err with: its kind's,
+// except where the category says whose failure it is — a tool of another
+// server that failed is a bad gateway, and a damaged store is the server's
+// failure, not the request's. invalid is the status for invalid input: 400
+// for a body that cannot be read as the request, 422 for one that can but
+// is refused.
+func HTTPStatus(err error, invalid int) int {
+	switch EnvelopeOf(err).ErrorCategory {
+	case CategoryToolError:
+		return http.StatusBadGateway
+	case "store_corrupt":
+		return http.StatusInternalServerError
+	}
+	switch k := KindOf(err); {
+	case k == KindInvalid || k == KindChecksFailed:
+		return invalid
+	case k > KindOK && int(k) < len(contract):
+		return contract[k].http
+	}
+	return http.StatusInternalServerError
+}
+
+// CategoryToolError is the error_category of a call to another server's
+// tool that ran and reported an error.
+const CategoryToolError = "tool_error"
 
 // Error is an error with a kind, an optional specific category (for example
 // "file_not_found" or "model_unavailable") and an optional hint that tells the

@@ -375,9 +375,7 @@ func (t *typed[In, Out]) decode(raw json.RawMessage, env *Env) (In, error) {
 	if err := t.resolved.Validate(normalizeNumbers(generic)); err != nil {
 		return in, Errorf(KindInvalid, "invalid input: %v", err)
 	}
-	strict := json.NewDecoder(bytes.NewReader(raw))
-	strict.DisallowUnknownFields()
-	if err := strict.Decode(&in); err != nil {
+	if err := jsonio.DecodeStrict(raw, &in); err != nil {
 		return in, Errorf(KindInvalid, "invalid input: %v", err)
 	}
 	return in, validate(&in)

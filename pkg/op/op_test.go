@@ -57,13 +57,15 @@ func TestCallValidatesWithClearMessages(t *testing.T) {
 		{`[1]`, `input must be a JSON object, got array`},
 		{`{"name":`, `input is not valid JSON`},
 	} {
-		_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
-		}
-		if KindOf(err) != KindInvalid {
-			t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
-		}
+		t.Run(tc.input, func(t *testing.T) {
+			_, err := o.Call(context.Background(), &Env{}, json.RawMessage(tc.input))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q", tc.input, err, tc.want)
+			}
+			if KindOf(err) != KindInvalid {
+				t.Errorf("%s: kind %v, want invalid", tc.input, KindOf(err))
+			}
+		})
 	}
 	out, err := o.Call(context.Background(), &Env{}, json.RawMessage(`{"name":"ada","times":2,"tags":["a"]}`))
 	if err != nil || out.(greetOut).Text != "hi ada hi ada " {
@@ -141,4 +143,41 @@ func FuzzCall(f *testing.F) {
 			t.Fatalf("%q: a bad input must be invalid, got %v (%v)", input, KindOf(err), err)
 		}
 	})
+}
+
+func TestHTTPStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"invalid input takes the route's status", Errorf(KindInvalid, "bad"), 422},
+		{"failed checks take the route's status", Errorf(KindChecksFailed, "failed"), 422},
+		{"not found", Errorf(KindNotFound, "gone"), 404},
+		{"conflict", Errorf(KindConflict, "consumed"), 409},
+		{"denied", Errorf(KindDenied, "no"), 403},
+		{"unavailable", Errorf(KindUnavailable, "down"), 503},
+		{"timeout", Errorf(KindTimeout, "late"), 504},
+		{"an error of no kind is internal", errors.New("boom"), 500},
+		{"another server's failed tool is a bad gateway", &Error{Kind: KindInternal, Category: CategoryToolError, Err: errors.New("tool failed")}, 502},
+		{"a damaged store is the server's failure", &Error{Kind: KindChecksFailed, Category: "store_corrupt", Err: errors.New("corrupt")}, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HTTPStatus(tc.err, 422); got != tc.want {
+				t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExitStatuses(t *testing.T) {
+	rows := ExitStatuses()
+	for i, k := range []Kind{KindOK, KindInternal, KindInvalid, KindNotFound, KindConflict, KindDenied, KindUnavailable, KindTimeout, KindChecksFailed} {
+		if rows[i].Code != k.ExitCode() || rows[i].Meaning == "" {
+			t.Errorf("row %d = %+v, want exit code %d with a meaning", i, rows[i], k.ExitCode())
+		}
+	}
+	if last := rows[len(rows)-1]; last.Code != ExitInterrupted {
+		t.Errorf("last row %+v, want %d interrupted", last, ExitInterrupted)
+	}
 }

@@ -5,6 +5,7 @@ package privatefile
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,26 +32,56 @@ func WithLock(path string, fn func() error) error {
 // Write replaces path with data atomically (a reader sees the old file or
 // the new one), readable by its owner only.
 func Write(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*")
+	err := WriteFunc(path, true, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	return nil
+}
+
+// WriteFunc writes path through a fresh temporary file in the same
+// directory — created exclusively, so a symlink planted at a predictable
+// name is never followed, and readable by its owner only — that write
+// fills. The file is synced, then renamed into place, or, when replace is
+// false, linked, so that a file already there stays and the error wraps
+// fs.ErrExist. A failed or interrupted write never leaves a partial file
+// under the name, and a crash right after never leaves an empty one.
+func WriteFunc(path string, replace bool, write func(*os.File) error) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
 	}
+	if !replace {
+		if _, err := os.Lstat(path); err == nil {
+			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		}
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	// CreateTemp makes the file 0600 already; say it, since the mode is
 	// the point.
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	for _, step := range []func() error{
+		func() error { return f.Chmod(0o600) },
+		func() error { return write(f) },
+		f.Sync,
+	} {
+		if err := step(); err != nil {
+			f.Close()
+			return err
+		}
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := f.Close(); err != nil {
+		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if replace {
+		return os.Rename(tmp, path)
 	}
-	return nil
+	return os.Link(tmp, path)
 }

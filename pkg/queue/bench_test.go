@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 func fill(b *testing.B, env *op.Env, n int) {
@@ -25,7 +26,7 @@ func fill(b *testing.B, env *op.Env, n int) {
 
 // BenchmarkAddBatch adds 10,000 instructions in one transaction.
 func BenchmarkAddBatch(b *testing.B) {
-	env := testEnv(b)
+	env := testkit.Env(b)
 	in := AddInput{Contents: make([]string, 10_000)}
 	for i := range in.Contents {
 		in.Contents[i] = fmt.Sprintf("instruction number %d: do the thing", i)
@@ -40,7 +41,7 @@ func BenchmarkAddBatch(b *testing.B) {
 
 // BenchmarkNext takes one instruction per op from a deep queue.
 func BenchmarkNext(b *testing.B) {
-	env := testEnv(b)
+	env := testkit.Env(b)
 	fill(b, env, b.N+10)
 	b.ResetTimer()
 	for range b.N {
@@ -56,7 +57,7 @@ func BenchmarkNext(b *testing.B) {
 func BenchmarkListPending(b *testing.B) {
 	for _, consumed := range []int{1_000, 1_000_000} {
 		b.Run(fmt.Sprintf("consumed=%d", consumed), func(b *testing.B) {
-			env := testEnv(b)
+			env := testkit.Env(b)
 			consumeHistory(b, env, consumed)
 			fill(b, env, 10)
 			b.ResetTimer()

@@ -203,10 +203,3 @@ func seededSettings(env *op.Env) (Settings, error) {
 	}
 	return s, nil
 }
-
-// CurrentSettings returns the current settings.
-func CurrentSettings(ctx context.Context, env *op.Env) (Settings, error) {
-	var s Settings
-	err := view(ctx, env, func(t *tx) error { s = t.settings(); return nil })
-	return s, err
-}

@@ -3,26 +3,18 @@ package queue
 import (
 	"context"
 	"errors"
-	"io"
-	"path/filepath"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
-
-func testEnv(t testing.TB) *op.Env {
-	t.Helper()
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Stderr: io.Discard, Now: time.Now}
-}
 
 // Settings stored before a setting existed read with its default, and
 // settings that do not decode fail the read naming bucket and key.
 func TestStoredSettingsReadOnce(t *testing.T) {
-	env := testEnv(t)
+	env := testkit.Env(t)
 	ctx := context.Background()
 	put := func(v string) {
 		t.Helper()
@@ -36,8 +28,14 @@ func TestStoredSettingsReadOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// read takes the settings as every operation does, in a read transaction.
+	read := func() (Settings, error) {
+		var s Settings
+		err := view(ctx, env, func(t *tx) error { s = t.settings(); return nil })
+		return s, err
+	}
 	put(`{"default_wait_seconds":7,"default_empty_response":"none"}`)
-	got, err := CurrentSettings(ctx, env)
+	got, err := read()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +43,7 @@ func TestStoredSettingsReadOnce(t *testing.T) {
 		t.Errorf("settings %+v, want %+v", got, want)
 	}
 	put(`{"default_wait_seconds":"soon"}`)
-	_, err = CurrentSettings(ctx, env)
+	_, err = read()
 	var corrupt *store.CorruptError
 	if !errors.As(err, &corrupt) || corrupt.Bucket != "queue.meta" || corrupt.Key != "settings" {
 		t.Errorf("damaged settings: %v", err)

@@ -43,18 +43,6 @@ func (o NextOutput) ExitCode() int {
 	return op.KindTimeout.ExitCode()
 }
 
-// AgentID is the agent a get_user_request call is credited to: the
-// agent_id it gave, else the name its token proves, else its MCP client's
-// name, else "cli".
-func AgentID(requested, tokenName, client string) string {
-	for _, id := range []string{requested, tokenName, client} {
-		if id != "" {
-			return id
-		}
-	}
-	return "cli"
-}
-
 // progressEvery is how often a waiting call reports progress.
 const progressEvery = 2 * time.Second
 
@@ -74,7 +62,7 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // up to the configured time for one, then answer empty or with the default
 // response. A cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
-	agent := AgentID(in.AgentID, env.Caller.Name, env.Client)
+	agent := op.AgentID(in.AgentID, env.Caller.Name, env.Client)
 	start := env.Now()
 	current, gen := nextGeneration(agent)
 

@@ -1,10 +1,10 @@
 package queue
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -122,9 +122,7 @@ func decodeLine(line []byte) (any, error) {
 	var obj struct {
 		Content *string `json:"content"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&obj); err != nil || obj.Content == nil {
+	if err := jsonio.DecodeStrict(line, &obj); err != nil || obj.Content == nil {
 		return nil, fmt.Errorf("want a JSON string or {\"content\": \"…\"}")
 	}
 	return *obj.Content, nil

@@ -9,7 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"lmtool.dev/lm/pkg/duration"
-	"lmtool.dev/lm/pkg/gateway/daemon"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -323,7 +323,7 @@ func GatewayStatus(ctx context.Context, env *op.Env, in Empty) (StatusOutput, er
 		return out, err
 	}
 	out.Server = ServerStatus{Status: "down"}
-	if gw, ok, _ := (daemon.Files{Dir: env.Home}).Running(); ok && gw.Store == env.Store.Path {
+	if gw, ok, _ := (gatewayd.Files{Dir: env.Home}).Running(); ok && gw.Store == env.Store.Path {
 		out.Server = ServerStatus{Status: "up", StartedAt: gw.StartedAt.UTC()}
 	}
 	return out, nil

@@ -2,8 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,7 @@ import (
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
-	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -20,20 +18,15 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // onEveryStore runs a behaviour test on each backend: the local bbolt file
 // and a PostgreSQL database.
 func onEveryStore(t *testing.T, test func(t *testing.T, env *op.Env)) {
-	t.Run("bbolt", func(t *testing.T) { test(t, localEnv(t)) })
+	t.Run("bbolt", func(t *testing.T) { test(t, testkit.Env(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		env := localEnv(t)
+		env := testkit.Env(t)
 		env.Queue = pgtest.URL(t)
 		if _, err := pgstore.Migrate(context.Background(), env.Queue); err != nil {
 			t.Fatal(err)
 		}
 		test(t, env)
 	})
-}
-
-func localEnv(t testing.TB) *op.Env {
-	t.Helper()
-	return &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Stderr: io.Discard, Now: time.Now}
 }
 
 func setWait(t *testing.T, env *op.Env, seconds int) {

@@ -3,14 +3,12 @@
 package registry
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"lmtool.dev/lm/pkg/admin"
-	"lmtool.dev/lm/pkg/agent"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
 	"lmtool.dev/lm/pkg/generate"
@@ -20,27 +18,22 @@ import (
 	"lmtool.dev/lm/pkg/queue"
 	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/tasks"
 	"lmtool.dev/lm/pkg/verify"
 )
 
-// Group describes a top-level command group.
-type Group struct {
-	Name    string
-	Summary string
-}
-
 // Groups are the command groups in the order help shows them.
-var Groups = []Group{
-	{"queue", "The human→agent instruction queue (get_user_request)"},
-	{"store", "Inspect, check and back up the shared store"},
-	{"tasks", "Discover the project's tasks (make, npm, just, …) and run them"},
-	{"jobs", "Run tasks and commands as supervised background jobs with cursor-based logs"},
-	{"extract", "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
-	{"verify", "Run a checklist against files, with line evidence (local_verify)"},
-	{"generate", "Fill templates with variables, strictly (local_generate)"},
-	{"git", "Git status, diff, log and changed files as JSON (local_git)"},
-	{"servers", "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
+var Groups = []op.Group{
+	{Name: "queue", Summary: "The human→agent instruction queue (get_user_request)"},
+	{Name: "store", Summary: "Inspect, check and back up the shared store"},
+	{Name: "tasks", Summary: "Discover the project's tasks (make, npm, just, …) and run them"},
+	{Name: "jobs", Summary: "Run tasks and commands as supervised background jobs with cursor-based logs"},
+	{Name: "extract", Summary: "Frontmatter, regex matches and code structure from files (local_extract, local_analyze)"},
+	{Name: "verify", Summary: "Run a checklist against files, with line evidence (local_verify)"},
+	{Name: "generate", Summary: "Fill templates with variables, strictly (local_generate)"},
+	{Name: "git", Summary: "Git status, diff, log and changed files as JSON (local_git)"},
+	{Name: "servers", Summary: "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
 }
 
 // Subgroups describe the commands inside a group that only hold others,
@@ -53,10 +46,14 @@ var Subgroups = map[string]string{
 // Commands are the operations that are top-level commands, not groups.
 var Commands = []string{"version"}
 
+// Catalog is everything lm offers, for its faces.
+func Catalog() op.Catalog {
+	return op.Catalog{Ops: All(), Resources: Resources(), Groups: Groups, Subgroups: Subgroups}
+}
+
 // All returns every operation, sorted by CLI path. It panics on a duplicate
 // tool name or path, or an operation outside the known groups.
 func All() []op.Operation {
-	agent.Lookup, agent.Configured = configuredServer, configuredNames
 	var ops []op.Operation
 	for _, domain := range [][]op.Operation{
 		queue.Ops(),
@@ -70,7 +67,7 @@ func All() []op.Operation {
 		verify.Ops(),
 		generate.Ops(),
 		servers.Ops(),
-		agent.Ops(),
+		client.Ops(),
 	} {
 		ops = append(ops, domain...)
 	}
@@ -113,28 +110,4 @@ func known(group string) bool {
 		}
 	}
 	return false
-}
-
-// configuredServer lets the MCP client (pkg/agent) reach a server configured
-// for the hub (pkg/servers) by its name: the two domains meet only here.
-func configuredServer(ctx context.Context, env *op.Env, name string) (agent.Target, error) {
-	s, err := servers.Find(ctx, env, name)
-	if err != nil {
-		return agent.Target{}, err
-	}
-	t := agent.Target{Name: name, URL: s.URL, Headers: s.Headers, Timeout: s.CallTimeout()}
-	if s.URL == "" {
-		t.Command = append([]string{s.Command}, s.Args...)
-		for k, v := range s.Env {
-			t.Env = append(t.Env, k+"="+v)
-		}
-		sort.Strings(t.Env)
-	}
-	return t, nil
-}
-
-// configuredNames lists the servers configured for the hub, for the MCP
-// client's default server and its "no server given" hint.
-func configuredNames(_ context.Context, env *op.Env) ([]string, error) {
-	return servers.Names(env.Home)
 }

@@ -12,6 +12,11 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
+// Other MCP clients' configuration files: where each keeps its servers
+// (user-wide files first), reading their entries in the shape each uses
+// (reporting what cannot be taken rather than guessing), and the entry a
+// client needs to reach lm. Nothing here writes a client's file.
+
 // Clients are the MCP clients whose configuration lm imports and exports.
 var Clients = []string{"claude-desktop", "claude-code", "vscode", "cursor"}
 

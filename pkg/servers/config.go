@@ -1,8 +1,13 @@
 // Package servers is the configuration of the MCP servers lm's gateway
-// supervises and proxies ($LM_HOME/servers.json, in the mcpServers shape of
-// Claude Desktop and Claude Code, extended with spec 004's fields), the
-// `lm servers …` operations, the npm installer, and the client side of the
-// gateway's control socket.
+// supervises and proxies and the `lm servers …` operations on it. Each
+// concern has its file, which opens with its contract: config.go
+// ($LM_HOME/servers.json, in the mcpServers shape of Claude Desktop and
+// Claude Code, extended with the hub's fields), secrets.go and
+// secretops.go (${secret:NAME}: the secrets file and the keyring),
+// clients.go and importexport.go (other clients' files), install.go (npm),
+// control.go (the running gateway's control socket), status.go (servers'
+// states), connect.go (the stdio↔HTTP bridge of lm mcp --connect) and
+// logs.go (servers' stderr).
 package servers
 
 import (
@@ -105,7 +110,7 @@ type Settings struct {
 
 // FailureThreshold is cb_failure_threshold with its default.
 func (s Settings) FailureThreshold() int {
-	return cmp(s.CBFailureThreshold, DefaultFailureThreshold)
+	return positiveOr(s.CBFailureThreshold, DefaultFailureThreshold)
 }
 
 // RecoveryTimeout is cb_recovery_timeout with its default.
@@ -114,12 +119,13 @@ func (s Settings) RecoveryTimeout() time.Duration {
 }
 
 // CacheSize is cache_max_size with its default.
-func (s Settings) CacheSize() int { return cmp(s.CacheMaxSize, DefaultCacheMaxSize) }
+func (s Settings) CacheSize() int { return positiveOr(s.CacheMaxSize, DefaultCacheMaxSize) }
 
 // TTL is cache_ttl with its default.
 func (s Settings) TTL() time.Duration { return seconds(s.CacheTTL, DefaultCacheTTL) }
 
-func cmp(v, def int) int {
+// positiveOr is v when it is set (positive), else the default.
+func positiveOr(v, def int) int {
 	if v > 0 {
 		return v
 	}

@@ -16,6 +16,11 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
+// The control socket's client: the CLI and the operations reach a running
+// gateway through $LM_HOME/gateway.sock, whose owner-only mode is the
+// authentication; no gateway listening is "unavailable" (exit 6) with a
+// hint to start one, and an error the gateway reports keeps its kind.
+
 // SocketName is the gateway's control socket inside LM_HOME. It speaks the
 // gateway's own /servers and /health routes over HTTP; the socket's 0600
 // mode is the authentication, so the CLI needs no token.

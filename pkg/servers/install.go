@@ -15,6 +15,11 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
+// The npm installer: packages go under $LM_HOME/node with npm's install
+// scripts off unless a person allows them; a package is known by the
+// executable it declares, and a reinstall that would swap an installed
+// dependency for another is refused rather than done quietly.
+
 // Installed is a package npm installed under LM_HOME.
 type Installed struct {
 	Package string // the npm package name
@@ -146,4 +151,58 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// InstallInput is servers_install's input.
+type InstallInput struct {
+	Package   string `json:"package" jsonschema:"an npm package (name, name@version, a tarball or a directory)"`
+	Name      string `json:"name,omitempty" jsonschema:"the server's name (default: from the package name)"`
+	AutoStart bool   `json:"auto_start,omitempty" jsonschema:"start it when the gateway starts"`
+	// Install scripts run code from the package (and every dependency) as
+	// the person, before anyone has looked at it.
+	AllowScripts bool `json:"allow_scripts,omitempty" jsonschema:"let npm run the packages' install scripts (by default it runs none); lm's command line only"`
+}
+
+// InstallOutput reports an installation.
+type InstallOutput struct {
+	Name    string  `json:"name"`
+	Package string  `json:"package"`
+	Config  *Server `json:"config"`
+}
+
+// InstallOp is servers_install.
+func InstallOp(ctx context.Context, env *op.Env, in InstallInput) (InstallOutput, error) {
+	if in.Name != "" && !NamePattern.MatchString(in.Name) {
+		return InstallOutput{}, op.Errorf(op.KindInvalid, "%q is not a valid server name", in.Name).WithHint("letters, digits, - and _")
+	}
+	// npm would read a leading dash as one of its own options (--prefix,
+	// --registry), not as the package.
+	if pkg := strings.TrimSpace(in.Package); pkg == "" || strings.HasPrefix(pkg, "-") {
+		return InstallOutput{}, op.Errorf(op.KindInvalid, "package %q is not a package npm can install", in.Package).
+			WithHint("name an npm package (name or name@version), a tarball or a directory (./dir)")
+	}
+	if in.AllowScripts && !env.Caller.Terminal {
+		return InstallOutput{}, op.Errorf(op.KindDenied, "install scripts run code from the package as you; only lm's command line may allow them").
+			WithHint("install without them, or run 'lm servers install --allow-scripts %s' on the command line", in.Package)
+	}
+	inst, err := Install(ctx, env.Home, in.Package, in.AllowScripts)
+	if err != nil {
+		return InstallOutput{}, err
+	}
+	name := in.Name
+	if name == "" {
+		name = NameFor(inst.Package)
+	}
+	s := &Server{Package: inst.Package, Command: inst.Command, AutoStart: in.AutoStart}
+	_, err = update(env.Home, func(cfg *Config) error {
+		if old, ok := cfg.Servers[name]; ok && old.Package != inst.Package {
+			return op.Errorf(op.KindConflict, "a server named %q is already configured", name).WithHint("pass --name to choose another name")
+		}
+		cfg.Servers[name] = s
+		return nil
+	})
+	if err != nil {
+		return InstallOutput{}, err
+	}
+	return InstallOutput{Name: name, Package: inst.Package, Config: s.Redacted()}, Reload(ctx, env.Home)
 }

@@ -1,6 +1,17 @@
 package servers
 
-import "time"
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// A supervised server's state as the gateway reports it, and the
+// operations that ask the running gateway for it or change it
+// (servers_status, _start, _stop, _restart) over its control socket.
 
 // States a supervised server is in. Admin state (enabled) is kept apart:
 // a disabled server is "stopped" and says so in Enabled.
@@ -101,4 +112,42 @@ type ModelHealth struct {
 	LatencyMS     float64 `json:"latency_ms,omitempty"`
 	Error         string  `json:"error,omitempty"`
 	ErrorCategory string  `json:"error_category,omitempty"`
+}
+
+// control is servers_start, _stop and _restart: a request to the gateway.
+func control(action string) op.Handler[NameInput, Status] {
+	return func(ctx context.Context, env *op.Env, in NameInput) (Status, error) {
+		var out Status
+		err := NewControl(env.Home).Do(ctx, http.MethodPost, "/servers/"+url.PathEscape(in.Name)+"/"+action, nil, &out)
+		return out, err
+	}
+}
+
+// StatusInput optionally names one server.
+type StatusInput struct {
+	Name string `json:"name,omitempty" jsonschema:"only this server"`
+}
+
+// StatusOutput is the gateway's view of its servers and its cache.
+type StatusOutput struct {
+	Servers []Status   `json:"servers"`
+	Cache   CacheStats `json:"cache"`
+	// ConfigError is set while servers.json on disk is invalid: the
+	// gateway keeps running the configuration it last loaded.
+	ConfigError string `json:"config_error,omitempty" jsonschema:"why servers.json as it is on disk was not applied; the gateway keeps the configuration it last loaded"`
+}
+
+// Statuses is servers_status.
+func Statuses(ctx context.Context, env *op.Env, in StatusInput) (StatusOutput, error) {
+	var out StatusOutput
+	if in.Name != "" {
+		var s Status
+		if err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers/"+url.PathEscape(in.Name), nil, &s); err != nil {
+			return out, err
+		}
+		out.Servers = []Status{s}
+		return out, NewControl(env.Home).Do(ctx, http.MethodGet, "/cache", nil, &out.Cache)
+	}
+	err := NewControl(env.Home).Do(ctx, http.MethodGet, "/servers", nil, &out)
+	return out, err
 }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+
+	"lmtool.dev/lm/pkg/privatefile"
 )
 
 // Info describes a store for `lm store info`.
@@ -193,50 +194,13 @@ type ExistsError struct{ Path string }
 
 func (e *ExistsError) Error() string { return fmt.Sprintf("%s exists", e.Path) }
 
-// writeNew writes a file through a fresh temporary file in the same
-// directory, created exclusively (so a symlink planted at a predictable name
-// is never followed), synced, and then linked (when replace is false: an
-// existing file stays) or renamed into place. A failed or interrupted write
-// never leaves a partial file under the name.
+// writeNew writes a file as privatefile.WriteFunc does: through a synced
+// temporary file, renamed into place, or linked when replace is false so an
+// existing file stays (an *ExistsError).
 func writeNew(path string, replace bool, write func(*os.File) error) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
+	err := privatefile.WriteFunc(path, replace, write)
+	if errors.Is(err, fs.ErrExist) {
+		return &ExistsError{Path: path}
 	}
-	if !replace {
-		if _, err := os.Lstat(path); err == nil {
-			return &ExistsError{Path: path}
-		}
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if replace {
-		return os.Rename(tmp, path)
-	}
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return &ExistsError{Path: path}
-		}
-		return err
-	}
-	return nil
+	return err
 }

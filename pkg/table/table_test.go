@@ -88,9 +88,11 @@ func TestHumanUnits(t *testing.T) {
 		{Bytes(4 << 20), "4.0 MiB"},
 		{Bytes(1536), "1.5 KiB"},
 	} {
-		if c.got != c.want {
-			t.Errorf("got %q, want %q", c.got, c.want)
-		}
+		t.Run(c.got, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("got %q, want %q", c.got, c.want)
+			}
+		})
 	}
 }
 

@@ -34,15 +34,17 @@ func TestWithArgsPlacesWordsPerRunner(t *testing.T) {
 		{"gradle", []string{"./gradlew", "test"}, []string{"./gradlew", "test", "--flag", "-x"}, true},
 		{"a-runner-lm-does-not-know", []string{"x"}, []string{"x", "--flag", "-x"}, true},
 	} {
-		task := Task{Runner: tc.runner, Argv: tc.argv}
-		if got := task.WithArgs(args); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: %q, want %q", tc.runner, got, tc.want)
-		}
-		if got := task.WithArgs(nil); !slices.Equal(got, tc.argv) {
-			t.Errorf("%s without words: %q", tc.runner, got)
-		}
-		if task.ArgsAreRunnerWords() != tc.words {
-			t.Errorf("%s: runner words %v, want %v", tc.runner, !tc.words, tc.words)
-		}
+		t.Run(tc.runner, func(t *testing.T) {
+			task := Task{Runner: tc.runner, Argv: tc.argv}
+			if got := task.WithArgs(args); !slices.Equal(got, tc.want) {
+				t.Errorf("%s: %q, want %q", tc.runner, got, tc.want)
+			}
+			if got := task.WithArgs(nil); !slices.Equal(got, tc.argv) {
+				t.Errorf("%s without words: %q", tc.runner, got)
+			}
+			if task.ArgsAreRunnerWords() != tc.words {
+				t.Errorf("%s: runner words %v, want %v", tc.runner, !tc.words, tc.words)
+			}
+		})
 	}
 }

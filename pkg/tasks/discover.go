@@ -26,17 +26,13 @@ var finders = []finder{
 	findCargo, findMise, findDeno,
 }
 
-// Discover lists the tasks defined in dir, with unique names. Files that
+// discover lists the tasks defined in dir, with unique names. Files that
 // fail to parse are reported in problems and skipped, so one broken file
 // does not hide the rest. Names come from the files alone; an installed
 // runner with a machine-readable listing then supplies its own tasks.
-func Discover(dir string) (tasks []Task, problems []string, err error) {
-	return discover(dir, false)
-}
-
-// discover is Discover; beneath is for a caller confined to dir: files are
-// read beneath it, so a task file that is a link out of dir, or an include
-// from outside it, contributes no tasks, and its problems are not read out.
+// beneath is for a caller confined to dir: files are read beneath it, so a
+// task file that is a link out of dir, or an include from outside it,
+// contributes no tasks, and its problems are not read out.
 func discover(dir string, beneath bool) (tasks []Task, problems []string, err error) {
 	dir, err = filepath.Abs(dir)
 	if err != nil {

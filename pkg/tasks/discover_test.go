@@ -12,7 +12,7 @@ import (
 // any problem.
 func listed(t *testing.T, dir string) []string {
 	t.Helper()
-	tasks, problems, err := Discover(dir)
+	tasks, problems, err := discover(dir, false)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("discover: %v %v", err, problems)
 	}
@@ -60,16 +60,18 @@ func TestPackageManagerFromTheProjectFiles(t *testing.T) {
 		// an unknown manager in the field falls back to the lockfile
 		{map[string]string{"yarn.lock": "", "package.json": `{"packageManager":"deno@2","scripts":{"dev":"vite"}}`}, "yarn"},
 	} {
-		dir := t.TempDir()
-		files := map[string]string{"package.json": `{"scripts":{"dev":"vite"}}`}
-		for k, v := range c.files {
-			files[k] = v
-		}
-		writeFiles(t, dir, files)
-		want := []string{"dev " + c.want + " " + c.want + " run dev"}
-		if got := listed(t, dir); !reflect.DeepEqual(got, want) {
-			t.Errorf("%v: got %q, want %q", c.files, got, want)
-		}
+		t.Run(c.want, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{"package.json": `{"scripts":{"dev":"vite"}}`}
+			for k, v := range c.files {
+				files[k] = v
+			}
+			writeFiles(t, dir, files)
+			want := []string{"dev " + c.want + " " + c.want + " run dev"}
+			if got := listed(t, dir); !reflect.DeepEqual(got, want) {
+				t.Errorf("%v: got %q, want %q", c.files, got, want)
+			}
+		})
 	}
 }
 
@@ -125,7 +127,7 @@ func TestBuildWrappers(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"pom.xml": "<project/>", "build.gradle": "task hello {\n}\ntasks.register<Copy>(\"bundle\") {}\n",
 	})
-	tasks, _, _ := Discover(dir)
+	tasks, _, _ := discover(dir, false)
 	byName := map[string]Task{}
 	for _, task := range tasks {
 		byName[task.Name] = task
@@ -140,7 +142,7 @@ func TestBuildWrappers(t *testing.T) {
 		t.Errorf("tasks.register: %q", c)
 	}
 	writeFiles(t, dir, map[string]string{"mvnw.x": "#!/bin/sh\n", "gradlew.x": "#!/bin/sh\n"})
-	tasks, _, _ = Discover(dir)
+	tasks, _, _ = discover(dir, false)
 	for _, task := range tasks {
 		byName[task.Name] = task
 	}

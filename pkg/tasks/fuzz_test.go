@@ -48,7 +48,7 @@ func FuzzFinders(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		tasks, _, err := Discover(dir)
+		tasks, _, err := discover(dir, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func runnerPath(t *testing.T, runner string) string {
 func discoverWith(t *testing.T, dir, path string) map[string]Task {
 	t.Helper()
 	t.Setenv("PATH", path)
-	tasks, problems, err := Discover(dir)
+	tasks, problems, err := discover(dir, false)
 	if err != nil || len(problems) > 0 {
 		t.Fatalf("discover: %v %v", err, problems)
 	}

@@ -18,8 +18,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"lmtool.dev/lm/pkg/confine"
-	"lmtool.dev/lm/pkg/envelope"
 	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/helpercall"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -31,7 +32,7 @@ type Input struct {
 	Checklist        string  `json:"checklist,omitempty" jsonschema:"the checklist as JSON text (a list of checks or {checks: […]}); the CLI reads it from stdin"`
 	Root             string  `json:"root,omitempty" jsonschema:"the directory check files resolve under (default: the current directory)"`
 	AllowOutsideRoot bool    `json:"allow_outside_root,omitempty" jsonschema:"check files outside root too"`
-	envelope.Request
+	helpercall.Request
 }
 
 // Check is one requirement.
@@ -159,10 +160,8 @@ func decodeChecklist(data []byte, format string) ([]Check, error) {
 		return nil, op.Errorf(op.KindInvalid, "checklist must be a list of checks or {\"checks\": [...]}")
 	}
 	raw, _ := json.Marshal(generic) // one strict decoder for every format
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var checks []Check
-	if err := dec.Decode(&checks); err != nil {
+	if err := jsonio.DecodeStrict(raw, &checks); err != nil {
 		return nil, op.Errorf(op.KindInvalid, "checklist: %v", err).WithHint("a check is {id, description, file, condition: {type, value}}")
 	}
 	return checks, nil
@@ -187,7 +186,7 @@ type Data struct {
 }
 
 // Output is local_verify's result.
-type Output = envelope.Result[Data]
+type Output = helpercall.Result[Data]
 
 // Verify runs the checklist. The CLI exits 8 when any check did not pass.
 func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
@@ -238,7 +237,7 @@ func Verify(ctx context.Context, env *op.Env, in Input) (Output, error) {
 	if err := in.Conform(d); err != nil {
 		return Output{}, err
 	}
-	out := envelope.OK(d, files.read)
+	out := helpercall.OK(d, files.read)
 	if semantic != nil {
 		out.Confidence, out.TokensUsed = semantic.confidence, semantic.tokens
 	}

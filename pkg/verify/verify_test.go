@@ -157,16 +157,18 @@ func TestExportsOnRealCode(t *testing.T) {
 		{sdk, "dist/esm/experimental/index.js", "TaskSchema", "line 12: export * from './tasks/index.js';"},
 		{sdk, "dist/cjs/experimental/index.js", "InMemoryTaskStore", `line 28: __exportStar(require("./tasks/index.js"), exports);`},
 	} {
-		in := Input{Root: tc.root, Checks: []Check{{ID: tc.name, File: tc.file, Condition: Condition{Type: "exports", Value: tc.name}}}}
-		if err := in.Validate(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r := out.Data.Results[0]; r.Status != "pass" || !strings.HasPrefix(r.Evidence, tc.evidence) {
-			t.Errorf("%s exports %s: %+v, want evidence %q", tc.file, tc.name, r, tc.evidence)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Root: tc.root, Checks: []Check{{ID: tc.name, File: tc.file, Condition: Condition{Type: "exports", Value: tc.name}}}}
+			if err := in.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Verify(context.Background(), &op.Env{Caller: op.Person()}, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := out.Data.Results[0]; r.Status != "pass" || !strings.HasPrefix(r.Evidence, tc.evidence) {
+				t.Errorf("%s exports %s: %+v, want evidence %q", tc.file, tc.name, r, tc.evidence)
+			}
+		})
 	}
 }

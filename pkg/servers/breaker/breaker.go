@@ -81,9 +81,6 @@ func (b *Breaker) Configure(threshold int, recovery time.Duration) {
 	b.threshold, b.recovery = threshold, recovery
 }
 
-// Reset closes the breaker, as when an operator restarts the server.
-func (b *Breaker) Reset() { b.Success() }
-
 // State is the breaker's state, its consecutive failures and, when OPEN,
 // when it will let a probe through.
 func (b *Breaker) State() (state string, failures int, retryAt time.Time) {

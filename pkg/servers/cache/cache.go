@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 	"sync"
 	"time"
 )
@@ -111,18 +110,6 @@ func (c *Cache) Invalidate(server, method, name string) int {
 		}
 	}
 	return n
-}
-
-// InvalidatePrefix drops every entry of methods starting with prefix
-// ("resources/") for a server.
-func (c *Cache) InvalidatePrefix(server, prefix string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, el := range c.entries {
-		if k.Server == server && strings.HasPrefix(k.Method, prefix) {
-			c.remove(el)
-		}
-	}
 }
 
 // Resize applies new limits, as when the person saves new settings: entries

@@ -8,7 +8,6 @@
 package enhance
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -23,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"lmtool.dev/lm/pkg/httpjson"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -71,10 +72,8 @@ func LoadRules(home string) (Rules, error) {
 		return Rules{}, op.Errorf(op.KindInvalid, "read %s: %v", path, err)
 	}
 	var r Rules
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Rules{}, op.Errorf(op.KindInvalid, "%s: %v", path, strings.TrimPrefix(err.Error(), "json: ")).WithCategory("invalid_config").
+	if err := jsonio.DecodeStrict(data, &r); err != nil {
+		return Rules{}, op.Errorf(op.KindInvalid, "%s: %v", path, err).WithCategory("invalid_config").
 			WithHint("the file takes default, clients (by X-Client-Name) and fallback_chain; a rule takes enabled, model and system_prompt")
 	}
 	return r, nil
@@ -288,24 +287,14 @@ func (e *Enhancer) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeJSON(w, http.StatusBadRequest, op.EnvelopeOf(op.Errorf(op.KindInvalid, "the body must be {\"prompt\": \"…\"}: %v", err)))
+			httpjson.Error(w, http.StatusBadRequest, op.Errorf(op.KindInvalid, "the body must be {\"prompt\": \"…\"}: %v", err))
 			return
 		}
 		res, err := e.Enhance(r.Context(), r.Header.Get("X-Client-Name"), req.Prompt)
 		if err != nil {
-			status := http.StatusInternalServerError
-			if op.KindOf(err) == op.KindInvalid {
-				status = http.StatusBadRequest
-			}
-			writeJSON(w, status, op.EnvelopeOf(err))
+			httpjson.Error(w, op.HTTPStatus(err, http.StatusBadRequest), err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res)
+		httpjson.Write(w, http.StatusOK, res)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }

@@ -11,9 +11,11 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/httpjson"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/sse"
 )
 
 // Handler serves spec 004's routes: /health, /health/{server}, /servers
@@ -237,13 +239,12 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, op.Errorf(op.KindInternal, "streaming is not supported here"))
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
+	sse.Start(w)
 	changes, stop := h.Watch()
 	defer stop()
 	send := func(event string, v any) bool {
 		data, _ := json.Marshal(v)
-		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data)
+		err := sse.Write(w, sse.Event{Name: event, Data: data})
 		flusher.Flush()
 		return err == nil
 	}
@@ -278,7 +279,7 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+			if err := sse.KeepAlive(w); err != nil {
 				return
 			}
 			flusher.Flush()
@@ -286,26 +287,11 @@ func (h *Hub) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status, data = http.StatusInternalServerError, []byte(`{"error":"encode"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
-}
+var writeJSON = httpjson.Write
 
 // writeError answers with the error envelope and the status for its kind.
 func writeError(w http.ResponseWriter, err error) {
-	status := map[op.Kind]int{
-		op.KindInvalid: http.StatusBadRequest, op.KindNotFound: http.StatusNotFound, op.KindConflict: http.StatusConflict,
-		op.KindDenied: http.StatusForbidden, op.KindUnavailable: http.StatusServiceUnavailable, op.KindTimeout: http.StatusGatewayTimeout,
-	}[op.KindOf(err)]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	writeJSON(w, status, op.EnvelopeOf(err))
+	httpjson.Error(w, op.HTTPStatus(err, http.StatusBadRequest), err)
 }
 
 func writeRPCError(w http.ResponseWriter, status, code int, msg string) {

@@ -1,17 +1,14 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,6 +27,7 @@ import (
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/keyring"
 	"lmtool.dev/lm/pkg/servers/keyring/keyringtest"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // startHub writes servers.json, starts a hub behind a real HTTP server with
@@ -304,24 +302,6 @@ func TestCacheHitsAndInvalidation(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to write from the hub's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
 	const secret = "sk-live-5ecr3t-value"
 	for _, store := range []struct {
@@ -348,7 +328,7 @@ func TestSecretsReachTheChildAndNothingElse(t *testing.T) {
 
 func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *testing.T, home string)) {
 	out := filepath.Join(t.TempDir(), "seen")
-	var log syncBuffer
+	var log testkit.Buffer
 	// The child gets its token, prints it in a failure message, and exits.
 	h, url := startHubWith(t, `{"mcpServers": {"api": {"command": "sh",
 		"args": ["-c", "printf %s \"$API_TOKEN\" > \"$OUT\"; echo \"auth with $API_TOKEN was refused\" >&2; exit 3"],
@@ -409,27 +389,8 @@ func testSecretReachesOnlyTheChild(t *testing.T, secret string, put func(t *test
 // here, past the test's deadline).
 func TestADroppedSSEStreamEndsTheSession(t *testing.T) {
 	everything := npmtest.Skip(t, "mcp-server-everything")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	srv := exec.Command(everything, "sse")
-	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill := func() { syscall.Kill(-srv.Process.Pid, syscall.SIGKILL); srv.Wait() }
-	t.Cleanup(kill)
-	for i := 0; i < 200; i++ { // up to 10 s for node to listen
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	port := testkit.FreePort(t)
+	kill := npmtest.Serve(t, everything, "sse", port)
 	h, url := startHub(t, fmt.Sprintf(`{"mcpServers": {"remote": {"url": "http://127.0.0.1:%d/sse", "transport": "sse",
 		"auto_start": true, "timeout": 60, "health_check_interval": 60, "restart_on_failure": false}}}`, port))
 	settled(t, h, "remote")

@@ -200,9 +200,7 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 	if r.Context().Err() != nil {
 		return // the caller is gone, as the transport leaves it
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	json.NewEncoder(w).Encode(out)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // hooks are /mcp's server hooks (the gateway's call log); a server's own
