@@ -6,14 +6,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v3"
 
 	"lmtool.dev/lm/pkg/buildinfo"
-	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/gatewayd"
@@ -22,27 +19,10 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// gatewayCommand is `lm gateway`: serve in the foreground, or manage a
-// background gateway with start, stop, restart, status and logs.
+// gatewayCommand is `lm gateway`: serve in the foreground. The background
+// gateway's start, stop, restart, status and logs are operations (package
+// gatewayd) that the registry hangs below it; the agents' tokens are here.
 func (a *app) gatewayCommand() *ucli.Command {
-	serveFlags := func() []ucli.Flag {
-		return []ucli.Flag{
-			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
-			&ucli.StringFlag{Name: "token-file", Usage: "the person's bearer token is the one in `FILE` (default: $LM_API_TOKEN, else $LM_HOME/gateway.token, made on the first start)", TakesFile: true, Local: true},
-			&ucli.BoolFlag{Name: "no-token", Usage: "serve without tokens (loopback only): the page's callers are the person, MCP's anonymous agents", Local: true},
-			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
-			rootFlag(),
-			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
-			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
-			&ucli.BoolFlag{Name: "log-file", Usage: "write the log to $LM_HOME/gateway.log, rotated by size ('lm gateway start' passes it)", Hidden: true, Local: true},
-			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
-			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
-			allowFlag(),
-			&ucli.StringSliceFlag{Name: "allow-origin", Local: true,
-				Usage: "let pages of `ORIGIN` (scheme://host[:port], repeatable) call the gateway from a browser, with CORS; " +
-					"they still need a token, and an EventSource a ticket from POST /api/tickets (also [gateway] allow_origins)"},
-		}
-	}
 	return &ucli.Command{
 		Name:  "gateway",
 		Usage: "Serve the web page, the queue's HTTP API and MCP over HTTP",
@@ -59,46 +39,24 @@ func (a *app) gatewayCommand() *ucli.Command {
 			"Agents, with an agent token or none, are offered the agent profile; --allow widens it (see docs/callers.md).\n\n" +
 			"Agents: {\"mcpServers\": {\"lm\": {\"type\": \"http\", \"url\": \"http://" + gateway.DefaultAddr + "/mcp\", " +
 			"\"headers\": {\"Authorization\": \"Bearer AGENT_TOKEN\"}}}}",
-		Flags:  serveFlags(),
-		Action: a.gatewayServe,
-		Commands: []*ucli.Command{
-			{
-				Name: "start", Usage: "Start the gateway in the background (pid, address and log under LM_HOME)",
-				Flags: serveFlags(), Action: a.gatewayStart,
-			},
-			{Name: "stop", Usage: "Stop the background gateway", Action: a.gatewayStop},
-			{
-				Name: "restart", Usage: "Stop the background gateway if it runs, then start it again (on the same address unless --addr is given)",
-				Flags: serveFlags(), Action: func(ctx context.Context, cmd *ucli.Command) error {
-					files, err := a.gatewayFiles(cmd)
-					if err != nil {
-						return err
-					}
-					stopped, err := files.Stop(ctx, 10*time.Second)
-					if err != nil && op.KindOf(err) != op.KindNotFound {
-						return &commandError{cmd: "gateway restart", err: err}
-					}
-					// The restarted gateway keeps its address, so open pages
-					// and configured agents reconnect to it.
-					if err == nil && !cmd.IsSet("addr") {
-						if err := cmd.Set("addr", stopped.Addr); err != nil {
-							return &commandError{cmd: "gateway restart", err: err}
-						}
-					}
-					return a.gatewayStart(ctx, cmd)
-				},
-			},
-			{Name: "status", Usage: "Show the background gateway's pid, address, uptime, memory and log tail", Action: a.gatewayStatus},
-			a.gatewayTokenCommand(),
-			{
-				Name: "logs", Usage: "Print the last N lines of the gateway log (default 40); -f follows it", ArgsUsage: "[N]",
-				Flags: []ucli.Flag{
-					&ucli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing lines as they are written", Local: true},
-					&ucli.IntFlag{Name: "tail", Value: 40, Usage: "how many of the last lines (the same as N, as on jobs logs and servers logs)", Local: true},
-				},
-				Action: a.gatewayLogs,
-			},
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "addr", Value: gateway.DefaultAddr, Usage: "listen on `HOST:PORT` (port 0 picks a free one)", Sources: ucli.EnvVars("LM_GATEWAY_ADDR"), Local: true},
+			&ucli.StringFlag{Name: "token-file", Usage: "the person's bearer token is the one in `FILE` (default: $LM_API_TOKEN, else $LM_HOME/gateway.token, made on the first start)", TakesFile: true, Local: true},
+			&ucli.BoolFlag{Name: "no-token", Usage: "serve without tokens (loopback only): the page's callers are the person, MCP's anonymous agents", Local: true},
+			&ucli.BoolFlag{Name: "stateful", Usage: "keep MCP sessions (Mcp-Session-Id); the default is stateless so agents survive a restart", Local: true},
+			rootFlag(),
+			&durationFlag{Name: "session-ttl", Value: mcpx.DefaultSessionIdleTTL, Usage: "with --stateful, end a session idle this long (its client gets 404 and initializes again)", Local: true},
+			&ucli.IntFlag{Name: "max-sessions", Value: mcpx.DefaultMaxSessions, Usage: "with --stateful, keep at most this many sessions per endpoint, ending the oldest", Local: true},
+			&ucli.BoolFlag{Name: "log-file", Usage: "write the log to $LM_HOME/gateway.log, rotated by size ('lm gateway start' passes it)", Hidden: true, Local: true},
+			&ucli.StringFlag{Name: "addr-file", Usage: "write the listening address to `FILE` once serving", TakesFile: true, Local: true},
+			&ucli.StringFlag{Name: "log-level", Value: "info", Usage: "log records of `LEVEL` and above: debug, info, warn or error", Sources: ucli.EnvVars("LM_LOG_LEVEL"), Local: true},
+			allowFlag(),
+			&ucli.StringSliceFlag{Name: "allow-origin", Local: true,
+				Usage: "let pages of `ORIGIN` (scheme://host[:port], repeatable) call the gateway from a browser, with CORS; " +
+					"they still need a token, and an EventSource a ticket from POST /api/tickets (also [gateway] allow_origins)"},
 		},
+		Action:   a.gatewayServe,
+		Commands: []*ucli.Command{a.gatewayTokenCommand()},
 	}
 }
 
@@ -110,35 +68,7 @@ func (a *app) gatewayFiles(cmd *ucli.Command) (gatewayd.Files, error) {
 	return gatewayd.Files{Dir: env.Home}, nil
 }
 
-// gatewayAuth is the person's token the flags and environment give ("":
-// the one in LM_HOME), or no token at all with --no-token, which is refused
-// for an address beyond loopback.
-func gatewayAuth(cmd *ucli.Command) (tok string, noToken bool, err error) {
-	if cmd.Bool("no-token") {
-		if cmd.String("token-file") != "" {
-			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token and --token-file contradict each other")}
-		}
-		if !gateway.IsLoopback(cmd.String("addr")) {
-			return "", false, &usageError{cmd: "lm gateway", err: fmt.Errorf("--no-token is refused on %s: beyond loopback, anyone who reaches the address could add instructions and drive the tools; listen on 127.0.0.1 or keep the token", cmd.String("addr"))}
-		}
-		return "", true, nil
-	}
-	if path := cmd.String("token-file"); path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return "", false, op.Errorf(op.KindInvalid, "read token file: %w", err)
-		}
-		tok := strings.TrimSpace(string(data))
-		if tok == "" {
-			return "", false, op.Errorf(op.KindInvalid, "token file %s is empty", path)
-		}
-		return tok, false, nil
-	}
-	return strings.TrimSpace(os.Getenv("LM_API_TOKEN")), false, nil
-}
-
-// loopbackHost reports whether host (of --addr) is a loopback address or
-// localhost; an empty host listens on every interface.
+// gatewayServe is `lm gateway`: serve in the foreground until interrupted.
 func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	fail := func(err error) error { return &commandError{cmd: "gateway", err: err} }
 	if cmd.Args().Present() {
@@ -153,13 +83,13 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	// Its stdin and stdout are nobody's to use.
 	env.Caller = op.Caller{}
 	env.Stdin, env.Stdout = nil, nil
-	if env.Grant, err = op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
+	if env.Grant, err = op.ParseGrant(cmd.StringSlice("allow"), a.ops); err != nil {
 		return fail(err)
 	}
 	if env.Roots, err = agentRoots(cmd); err != nil {
 		return fail(err)
 	}
-	tok, noToken, err := gatewayAuth(cmd)
+	tok, noToken, err := gatewayd.Auth(env, cmd.String("addr"), cmd.String("token-file"), cmd.Bool("no-token"))
 	if err != nil {
 		return fail(err)
 	}
@@ -178,7 +108,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		defer l.Close()
 		logTo = l
 	}
-	level, err := logLevel(cmd.String("log-level"))
+	level, err := gatewayd.LogLevel(cmd.String("log-level"))
 	if err != nil {
 		return fail(err)
 	}
@@ -188,7 +118,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		handler = slog.NewTextHandler(logTo, logOpts)
 	}
 	log := slog.New(handler)
-	origins, err := allowedOrigins(cmd, env.Home)
+	origins, err := gatewayd.AllowedOrigins(env.Home, cmd.StringSlice("allow-origin"))
 	if err != nil {
 		return fail(err)
 	}
@@ -203,7 +133,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 			WithHint("is another gateway running? see 'lm gateway status', or pass --addr HOST:PORT"))
 	}
 	addr := ln.Addr().String()
-	base := "http://" + reachable(addr)
+	base := "http://" + gatewayd.Reachable(addr)
 	state := gatewayd.State{Pid: os.Getpid(), Addr: addr, URL: base + "/", Store: env.Store.Path, StartedAt: env.Started.UTC()}
 	p, err := a.printer(cmd)
 	if err != nil {
@@ -224,9 +154,9 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 		// A person at a terminal gets it as a line to click first.
 		if jsonio.IsTerminal(a.streams.Err) {
 			fmt.Fprintf(a.streams.Err, "lm: the page: %s (the link carries its token)\n"+
-				"lm: agents: %s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(reachable(addr)), base)
+				"lm: agents: %s/mcp with a token from 'lm gateway token add NAME'; Ctrl+C stops the gateway\n", srv.PageURL(gatewayd.Reachable(addr)), base)
 		}
-		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
+		if err := p.Document(ctx, map[string]any{"url": srv.PageURL(gatewayd.Reachable(addr)), "mcp_url": base + "/mcp", "addr": addr, "pid": state.Pid, "store": state.Store}); err != nil {
 			return err
 		}
 		var err error
@@ -243,202 +173,6 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	}
 	if err := srv.Serve(ctx, ln, ready); err != nil {
 		return fail(err)
-	}
-	return nil
-}
-
-// reachable is an address to open in a browser for the listening address
-// addr: one on all interfaces (0.0.0.0 or ::, which Go reports as [::])
-// is reached on this machine through loopback.
-func reachable(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
-		return net.JoinHostPort("127.0.0.1", port)
-	}
-	return addr
-}
-
-// logLevel reads --log-level (or LM_LOG_LEVEL).
-func logLevel(name string) (slog.Level, error) {
-	levels := map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
-	level, ok := levels[strings.ToLower(strings.TrimSpace(name))]
-	if !ok {
-		return 0, op.Errorf(op.KindInvalid, "--log-level (or LM_LOG_LEVEL) %q is not a log level", name).
-			WithHint("use debug, info, warn or error")
-	}
-	return level, nil
-}
-
-// allowedOrigins are the other origins whose pages may call the gateway:
-// [gateway] allow_origins in config.toml and --allow-origin, each checked.
-func allowedOrigins(cmd *ucli.Command, home string) ([]string, error) {
-	settings, err := gatewayd.LoadSettings(home)
-	if err != nil {
-		return nil, op.Errorf(op.KindInvalid, "%w", err)
-	}
-	origins := append(settings.AllowOrigins, cmd.StringSlice("allow-origin")...)
-	for i, o := range origins {
-		if origins[i], err = gateway.ParseOrigin(o); err != nil {
-			return nil, err
-		}
-	}
-	return origins, nil
-}
-
-// serveArgs repeats the serving flags for the background process.
-func serveArgs(cmd *ucli.Command) ([]string, error) {
-	args := []string{"--lock-timeout", cmd.Duration("lock-timeout").String()}
-	if s := cmd.String("store"); s != "" {
-		args = append(args, "--store", s)
-	}
-	args = append(args, "gateway", "--log-file", "--addr", cmd.String("addr"))
-	if f := cmd.String("token-file"); f != "" {
-		args = append(args, "--token-file", f)
-	}
-	if cmd.Bool("no-token") {
-		args = append(args, "--no-token")
-	}
-	if cmd.Bool("stateful") {
-		args = append(args, "--stateful", "--session-ttl", cmd.Duration("session-ttl").String(),
-			"--max-sessions", strconv.Itoa(int(cmd.Int("max-sessions"))))
-	}
-	for _, g := range commaList(cmd.StringSlice("allow")) {
-		args = append(args, "--allow", g)
-	}
-	for _, o := range cmd.StringSlice("allow-origin") {
-		args = append(args, "--allow-origin", o)
-	}
-	if f := cmd.String("addr-file"); f != "" {
-		args = append(args, "--addr-file", f)
-	}
-	args = append(args, "--log-level", cmd.String("log-level"))
-	// The background gateway's agents work where it was started from.
-	roots, err := agentRoots(cmd)
-	for _, r := range roots {
-		args = append(args, "--root", r)
-	}
-	return args, err
-}
-
-func (a *app) gatewayStart(ctx context.Context, cmd *ucli.Command) error {
-	fail := func(err error) error { return &commandError{cmd: "gateway start", err: err} }
-	files, err := a.gatewayFiles(cmd)
-	if err != nil {
-		return fail(err)
-	}
-	tok, noToken, err := gatewayAuth(cmd)
-	if err != nil {
-		return fail(err)
-	}
-	// A mistyped --allow or --log-level fails here, not in the background
-	// process's log.
-	if _, err := op.ParseGrant(commaList(cmd.StringSlice("allow")), a.ops); err != nil {
-		return fail(err)
-	}
-	if _, err := logLevel(cmd.String("log-level")); err != nil {
-		return fail(err)
-	}
-	if _, err := allowedOrigins(cmd, files.Dir); err != nil {
-		return fail(err)
-	}
-	if !noToken && tok == "" {
-		// Made here rather than by the new process, so its URL can be
-		// printed: both read the same file.
-		if tok, err = token.Person(files.Dir); err != nil {
-			return fail(err)
-		}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fail(fmt.Errorf("find lm's executable: %w", err))
-	}
-	args, err := serveArgs(cmd)
-	if err != nil {
-		return fail(err)
-	}
-	s, err := files.Start(ctx, exe, args, 15*time.Second)
-	if err != nil {
-		return fail(err)
-	}
-	p, err := a.printer(cmd)
-	if err != nil {
-		return err
-	}
-	return p.Document(ctx, map[string]any{"started": true, "pid": s.Pid, "url": gateway.PageURL(reachable(s.Addr), tok), "addr": s.Addr, "log": files.Log()})
-}
-
-func (a *app) gatewayStop(ctx context.Context, cmd *ucli.Command) error {
-	files, err := a.gatewayFiles(cmd)
-	if err != nil {
-		return err
-	}
-	s, err := files.Stop(ctx, 10*time.Second)
-	if err != nil {
-		return &commandError{cmd: "gateway stop", err: err}
-	}
-	p, err := a.printer(cmd)
-	if err != nil {
-		return err
-	}
-	return p.Document(ctx, map[string]any{"stopped": true, "pid": s.Pid, "addr": s.Addr})
-}
-
-func (a *app) gatewayStatus(ctx context.Context, cmd *ucli.Command) error {
-	files, err := a.gatewayFiles(cmd)
-	if err != nil {
-		return err
-	}
-	s, running, err := files.Running()
-	if err != nil {
-		return &commandError{cmd: "gateway status", err: err}
-	}
-	tail, _, _ := cappedlog.Tail(files.Log(), 10)
-	out := map[string]any{"running": running, "log": files.Log(), "log_tail": tail}
-	if running {
-		uptime := time.Since(s.StartedAt).Round(time.Second)
-		out["pid"], out["addr"], out["url"], out["store"] = s.Pid, s.Addr, s.URL, s.Store
-		out["started_at"], out["uptime"], out["uptime_seconds"] = s.StartedAt, uptime.String(), int64(uptime.Seconds())
-		out["rss_bytes"] = gatewayd.RSS(s.Pid)
-	}
-	p, err := a.printer(cmd)
-	if err != nil {
-		return err
-	}
-	if err := p.Document(ctx, out); err != nil {
-		return err
-	}
-	if !running {
-		return exitStatus(op.KindUnavailable.ExitCode())
-	}
-	return nil
-}
-
-func (a *app) gatewayLogs(ctx context.Context, cmd *ucli.Command) error {
-	files, err := a.gatewayFiles(cmd)
-	if err != nil {
-		return err
-	}
-	n := int(cmd.Int("tail"))
-	if n < 0 {
-		return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("--tail wants a number of lines, got %d", n)}
-	}
-	if arg := cmd.Args().First(); arg != "" {
-		if n, err = strconv.Atoi(arg); err != nil || n < 0 {
-			return &usageError{cmd: "lm gateway logs", err: fmt.Errorf("N must be a number of lines, got %q", arg)}
-		}
-	}
-	lines, end, err := cappedlog.Tail(files.Log(), n)
-	if err != nil {
-		return &commandError{cmd: "gateway logs", err: err}
-	}
-	for _, l := range lines {
-		fmt.Fprintln(a.streams.Out, l)
-	}
-	if !cmd.Bool("follow") {
-		return nil
-	}
-	if err := cappedlog.Follow(ctx, files.Log(), end, a.streams.Out); err != nil {
-		return &commandError{cmd: "gateway logs", err: err}
 	}
 	return nil
 }

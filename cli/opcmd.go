@@ -405,11 +405,21 @@ func argsUsage(m op.Meta, schema *jsonschema.Schema) string {
 	return strings.Join(parts, " ")
 }
 
+// mcpLine names the operation on the other faces: its MCP tool and its
+// routes on lm gateway's API.
 func mcpLine(m op.Meta) string {
-	if m.CLIOnly {
-		return ""
+	var lines []string
+	if !m.CLIOnly {
+		lines = append(lines, "MCP tool: "+m.Name)
 	}
-	return "MCP tool: " + m.Name
+	var routes []string
+	for _, r := range m.HTTP {
+		routes = append(routes, r.Pattern())
+	}
+	if len(routes) > 0 {
+		lines = append(lines, "HTTP (lm gateway): "+strings.Join(routes, ", "))
+	}
+	return strings.Join(lines, "\n")
 }
 
 func indentBlock(title, body string) string {

@@ -58,11 +58,16 @@ func (a *app) root() *ucli.Command {
 			groupOps[m.Group()] = o
 		}
 	}
+	// A group with a command of its own outside the registry (`lm gateway`
+	// serves in the foreground) takes the group's operations below it.
+	handWritten := map[string]*ucli.Command{"gateway": a.gatewayCommand()}
 	groups := map[string]*ucli.Command{}
 	for _, g := range a.catalog.Groups {
 		groups[g.Name] = &ucli.Command{Name: g.Name, Usage: g.Summary, Action: groupAction}
 		if o, ok := groupOps[g.Name]; ok {
 			groups[g.Name] = a.opCommand(o)
+		} else if c, ok := handWritten[g.Name]; ok {
+			groups[g.Name] = c
 		}
 		for alias, group := range groupAliases {
 			if group == g.Name {
@@ -90,7 +95,7 @@ func (a *app) root() *ucli.Command {
 		}
 		parent.Commands = append(parent.Commands, a.opCommand(o))
 	}
-	root.Commands = append(root.Commands, a.mcpCommand(), a.gatewayCommand())
+	root.Commands = append(root.Commands, a.mcpCommand())
 	root.Walk(func(c *ucli.Command) error {
 		c.OnUsageError = func(_ context.Context, c *ucli.Command, err error, _ bool) error {
 			return explainUsage(c, err)

@@ -18,92 +18,82 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// route maps an HTTP method and path onto an operation. The operation's
-// input is the JSON body, plus the path's {wildcards} and the query
-// parameters as fields of the same names; its output is the response body.
-type route struct {
-	method, path string
-	tool         string // the operation's MCP tool name
-	summary      string // for the OpenAPI document
-	status       int    // on success; 204 sends no body
-	body         bool   // the request has a JSON body
-	// person: only the person may use the route. Running a tool call is
-	// the page's Approve, which an agent's token never stands in for.
-	person bool
+// apiRoute is one of an operation's routes (its [op.Meta.HTTP]) as the
+// gateway serves it: the routes are part of the operations' definitions,
+// so the API, its OpenAPI document and /docs follow the registry.
+type apiRoute struct {
+	op.Route
+	op op.Operation
+}
+
+// apiRoutes lists the routes of ops, in the order of ops and of each one's
+// declaration.
+func apiRoutes(ops []op.Operation) []apiRoute {
+	var routes []apiRoute
+	for _, o := range ops {
+		for _, r := range o.Info().HTTP {
+			routes = append(routes, apiRoute{Route: r, op: o})
+		}
+	}
+	return routes
+}
+
+// tool is the route's operation's MCP tool name.
+func (rt apiRoute) tool() string { return rt.op.Info().Name }
+
+// summary is what the API's documents say of the route.
+func (rt apiRoute) summary() string {
+	if rt.Summary != "" {
+		return rt.Summary
+	}
+	return rt.op.Info().Summary
 }
 
 // notInBody are the operation's fields a route's body does not take: those
 // its path gives and those of the command line only.
-func (rt route) notInBody(o op.Operation) []string {
-	return append(wildcards(rt.path), o.Info().CLIFields...)
+func (rt apiRoute) notInBody() []string {
+	return append(rt.Wildcards(), rt.op.Info().CLIFields...)
 }
 
-// apiRoutes are spec 000 §5.2's HTTP API, plus reading one instruction and
-// reordering the pending queue; the servers' configuration the page's Servers
-// view changes (person-only operations, which refuse agents' tokens); and the
-// MCP client behind the page's Ask view, which reaches configured servers (or
-// URLs) only: a stdio command is refused off the command line.
-var apiRoutes = []route{
-	{method: "GET", path: "/api/status", tool: "queue_status", summary: "Server, agent, queue and settings summary", status: 200},
-	{method: "GET", path: "/api/instructions", tool: "queue_list", summary: "Instructions in queue order (?status=pending|consumed|all)", status: 200},
-	{method: "POST", path: "/api/instructions", tool: "queue_add", summary: "Add a pending instruction", status: 201, body: true},
-	{method: "GET", path: "/api/instructions/{id}", tool: "queue_show", summary: "One instruction", status: 200},
-	{method: "PATCH", path: "/api/instructions/{id}", tool: "queue_edit", summary: "Edit a pending instruction (409 once consumed)", status: 200, body: true},
-	{method: "DELETE", path: "/api/instructions/{id}", tool: "queue_rm", summary: "Delete a pending instruction (409 once consumed)", status: 204},
-	{method: "POST", path: "/api/instructions/{id}/move", tool: "queue_move", summary: "Move a pending instruction to position {\"to\": N}", status: 200, body: true},
-	{method: "POST", path: "/api/instructions/{id}/requeue", tool: "queue_requeue", summary: "Put a consumed instruction back at the head of the queue (409 while pending)", status: 200},
-	{method: "GET", path: "/api/config", tool: "queue_config", summary: "The editable settings", status: 200},
-	{method: "PATCH", path: "/api/config", tool: "queue_config", summary: "Change settings (\"default_empty_response\": null clears it)", status: 200, body: true},
-	{method: "GET", path: "/api/servers", tool: "servers_list", summary: "The configured MCP servers", status: 200},
-	{method: "POST", path: "/api/servers", tool: "servers_add", summary: "Add a server, as lm servers add does (the person's token only)", status: 201, body: true},
-	{method: "POST", path: "/api/servers/install", tool: "servers_install", summary: "Install a server from npm and add it, as lm servers install does (the person's token only)", status: 201, body: true},
-	{method: "DELETE", path: "/api/servers/{name}", tool: "servers_rm", summary: "Remove a server from the configuration; the gateway stops it (the person's token only)", status: 200},
-	{method: "GET", path: "/api/servers/{server}/tools", tool: "servers_tools", summary: "A configured server's tools with their schemas", status: 200},
-	{method: "POST", path: "/api/ask", tool: "servers_ask", summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", status: 200, body: true},
-	{method: "POST", path: "/api/call", tool: "servers_call", summary: "Run a tool call the person approved, recorded as approved (the person's token only)", status: 200, body: true, person: true},
-	{method: "GET", path: "/api/history", tool: "servers_history", summary: "The tool calls made, oldest first", status: 200},
-}
-
-func (s *Server) apiHandler(rt route) http.Handler {
-	o := s.ops[rt.tool]
+func (s *Server) apiHandler(rt apiRoute) http.Handler {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		input, err := requestInput(r, rt, o)
+		input, err := requestInput(r, rt)
 		if err != nil {
 			writeError(w, op.HTTPStatus(err, http.StatusBadRequest), err)
 			return
 		}
 		env := s.opts.Env
 		env.Client = "web"
-		out, err := o.Call(r.Context(), &env, input)
+		out, err := rt.op.Call(r.Context(), &env, input)
 		if err != nil {
 			status := op.HTTPStatus(err, http.StatusUnprocessableEntity)
 			switch {
 			case r.Context().Err() != nil:
 				// The caller stopped waiting (the page's Stop, say): not
 				// a failure of the gateway's.
-				s.opts.Log.Info("operation abandoned by its caller", "tool", rt.tool, "err", err)
+				s.opts.Log.Info("operation abandoned by its caller", "tool", rt.tool(), "err", err)
 			case status >= 500:
-				s.opts.Log.Error("operation failed", "tool", rt.tool, "err", err)
+				s.opts.Log.Error("operation failed", "tool", rt.tool(), "err", err)
 			}
 			writeError(w, status, err)
 			return
 		}
-		if rt.status == http.StatusNoContent {
+		if rt.SuccessStatus() == http.StatusNoContent {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		writeJSON(w, rt.status, out)
+		writeJSON(w, rt.SuccessStatus(), out)
 	})
-	if rt.person {
-		return personOnly(false, rt.method+" "+rt.path, h)
+	if rt.PersonOnly {
+		return personOnly(false, rt.Pattern(), h)
 	}
 	return h
 }
 
 // requestInput builds the operation's JSON input from the request.
-func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, error) {
+func requestInput(r *http.Request, rt apiRoute) (json.RawMessage, error) {
 	fields := map[string]any{}
-	if rt.body {
+	if rt.Body {
 		raw, err := io.ReadAll(r.Body)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -118,11 +108,11 @@ func requestInput(r *http.Request, rt route, o op.Operation) (json.RawMessage, e
 			}
 		}
 	}
-	schema := o.InputSchema()
+	schema := rt.op.InputSchema()
 	for name, values := range r.URL.Query() {
 		fields[name] = queryValue(op.SchemaTypes(schemaProp(schema, name)), values[len(values)-1])
 	}
-	for _, name := range wildcards(rt.path) {
+	for _, name := range rt.Wildcards() {
 		fields[name] = r.PathValue(name)
 	}
 	raw, err := json.Marshal(fields)
@@ -186,23 +176,13 @@ func queryValue(types []string, v string) any {
 	return v
 }
 
-func wildcards(path string) []string {
-	var names []string
-	for _, seg := range strings.Split(path, "/") {
-		if name, ok := strings.CutPrefix(seg, "{"); ok {
-			names = append(names, strings.TrimSuffix(name, "}"))
-		}
-	}
-	return names
-}
-
 // apiNotFound answers /api/ paths no route serves: 405 with Allow when the
 // path exists under another method, else 404.
-func apiNotFound(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiNotFound(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, rt := range apiRoutes {
-		if pathMatches(rt.path, r.URL.Path) && !slices.Contains(allow, rt.method) {
-			allow = append(allow, rt.method)
+	for _, rt := range s.api {
+		if pathMatches(rt.Path, r.URL.Path) && !slices.Contains(allow, rt.Method) {
+			allow = append(allow, rt.Method)
 		}
 	}
 	if pathMatches("/api/events", r.URL.Path) {

@@ -28,26 +28,26 @@ func TestRESTRoutesEnforceTheCallersPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []op.Caller{{Role: op.RolePerson}, {Role: op.RoleAgent, Name: "probe"}, {}} {
-		for _, rt := range apiRoutes {
-			m := s.ops[rt.tool].Info()
+		for _, rt := range s.api {
+			m := rt.op.Info()
 			// A route of the person's (running a call, the page's Approve)
 			// admits the person only, whoever its operation admits elsewhere.
-			admitted := c.Role == op.RolePerson || (!rt.person && (c.Role == op.RoleAgent && m.Callers >= op.Agents || m.Callers == op.Anyone))
+			admitted := c.Role == op.RolePerson || (!rt.PersonOnly && (c.Role == op.RoleAgent && m.Callers >= op.Agents || m.Callers == op.Anyone))
 			h := s.apiHandler(rt)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				h.ServeHTTP(w, r.WithContext(op.WithCaller(r.Context(), c)))
 			}))
-			path := rt.path
-			for _, name := range wildcards(rt.path) {
+			path := rt.Path
+			for _, name := range rt.Wildcards() {
 				path = strings.Replace(path, "{"+name+"}", "probe", 1)
 			}
 			var body io.Reader
-			if rt.body {
+			if rt.Body {
 				body = strings.NewReader(`{"__probe":1}`)
 			} else {
 				path += "?__probe=1"
 			}
-			req, err := http.NewRequest(rt.method, srv.URL+path, body)
+			req, err := http.NewRequest(rt.Method, srv.URL+path, body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,9 +62,9 @@ func TestRESTRoutesEnforceTheCallersPolicy(t *testing.T) {
 			srv.Close()
 			switch {
 			case admitted && (res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(e.Error, "__probe")):
-				t.Errorf("%s %s (%s) as %s: declared %s, so it must reach validation; got %d %+v", rt.method, rt.path, rt.tool, c, m.Callers, res.StatusCode, e)
+				t.Errorf("%s %s (%s) as %s: declared %s, so it must reach validation; got %d %+v", rt.Method, rt.Path, rt.tool(), c, m.Callers, res.StatusCode, e)
 			case !admitted && (res.StatusCode != http.StatusForbidden || e.ErrorCategory != "denied" || !strings.Contains(e.Error, c.String())):
-				t.Errorf("%s %s (%s) as %s: declared %s, so it must be 403 naming the caller; got %d %+v", rt.method, rt.path, rt.tool, c, m.Callers, res.StatusCode, e)
+				t.Errorf("%s %s (%s) as %s: declared %s, so it must be 403 naming the caller; got %d %+v", rt.Method, rt.Path, rt.tool(), c, m.Callers, res.StatusCode, e)
 			}
 		}
 	}

@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"net/http"
-	"net/url"
-	"strings"
 
-	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/gatewayd"
 )
 
 // A browser lets a page on another origin read the gateway's answers only
@@ -27,34 +25,8 @@ const (
 )
 
 // ParseOrigin checks an origin a person allows and returns it as browsers
-// send it in the Origin header: scheme://host[:port], lower case, without a
-// default port. A wildcard, "null", a path, a query or credentials are
-// refused: each would let in more than the one site the person means.
-func ParseOrigin(s string) (string, error) {
-	invalid := func(why string) error {
-		return op.Errorf(op.KindInvalid, "origin %q %s", s, why).
-			WithHint("name each origin as the browser shows it, scheme://host[:port], e.g. http://localhost:5173")
-	}
-	if s == "*" || strings.EqualFold(s, "null") {
-		return "", invalid("would allow every page: no wildcard origin is accepted")
-	}
-	u, err := url.Parse(strings.TrimSuffix(s, "/"))
-	switch {
-	case err != nil:
-		return "", invalid("is not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", invalid("is not an http:// or https:// origin")
-	case u.Host == "" || u.Opaque != "":
-		return "", invalid("has no host")
-	case u.User != nil || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || strings.Contains(s, "*"):
-		return "", invalid("is more than scheme://host[:port]")
-	}
-	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	if port := u.Port(); (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
-		host = strings.TrimSuffix(host, ":"+port)
-	}
-	return scheme + "://" + host, nil
-}
+// send it: see [gatewayd.ParseOrigin].
+func ParseOrigin(s string) (string, error) { return gatewayd.ParseOrigin(s) }
 
 // crossOrigin answers a request from an allowed origin: a preflight itself
 // (before any token is asked for, since browsers send none with it),

@@ -69,7 +69,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	catchUp := func() (uint64, error) {
 		pos, cursor := s.fanout.position()
 		for last < cursor {
-			events, err := queue.EventsSince(r.Context(), &s.opts.Env, last, 1000)
+			events, err := queue.Replay(r.Context(), &s.opts.Env, last, 1000)
 			if err != nil {
 				return 0, err
 			}
@@ -83,7 +83,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if e.ID > cursor {
 					break
 				}
-				if err := writeEvent(out, s.fanout.derive(e), true); err != nil {
+				if err := writeEvent(out, e, true); err != nil {
 					return 0, err
 				}
 				last = e.ID

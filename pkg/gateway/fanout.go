@@ -13,11 +13,11 @@ import (
 	"lmtool.dev/lm/pkg/queue"
 )
 
-// The fanout reads the store's event log once per change, whichever process
-// made it, and fans the events out to every open event stream, so a
-// hundred open pages cost one store read per change, not a hundred. It
-// also notices agents going idle, which no process records: idleness is
-// the passing of time.
+// The fanout reads the queue's feed (the events any process commits, and
+// agents turning idle: see [queue.Feed]) once per change, and fans it out
+// to every open event stream, so a hundred open pages cost one store read
+// per change, not a hundred, and every page sees what `lm queue watch`
+// prints.
 //
 // While no stream is open nobody waits for a change, and the log is the
 // only reader: the fanout then reads at most once per quietFollow, however
@@ -36,13 +36,12 @@ type fanout struct {
 	behind      bool            // a change has not been read yet
 	reading     bool            // a read is under way
 	caughtUp    []chan struct{} // closed when a read ends: joining streams
-	agentsKnown bool            // connected is current
 	cursor      uint64          // newest store event read
 	seq         uint64          // newest item's fanout sequence
 	buf         []item          // recent items, oldest first
 	wake        chan struct{}   // closed and replaced when items arrive
-	staleAfter  time.Duration   // the agent_stale_after_seconds setting
-	connected   map[string]bool // agents connected at the last look
+
+	feed *queue.Feed // read by run only
 }
 
 // item is one event as the fanout delivers it. Stored events carry the
@@ -61,12 +60,8 @@ const fanoutBuffer = 4096
 // them while no stream is open.
 var quietFollow = time.Second
 
-// idleSlack is added to the moment an agent turns idle before looking, so
-// the look falls after the moment rather than on it.
-const idleSlack = 50 * time.Millisecond
-
 func newFanout(env *op.Env, log *slog.Logger) *fanout {
-	return &fanout{env: env, log: log, behind: true, kick: make(chan struct{}, 1), wake: make(chan struct{}), connected: map[string]bool{}}
+	return &fanout{env: env, log: log, behind: true, kick: make(chan struct{}, 1), wake: make(chan struct{})}
 }
 
 // join counts an event stream in until leave is called. The stream may
@@ -95,9 +90,6 @@ func (h *fanout) join() (caughtUp <-chan struct{}, leave func()) {
 	return ch, sync.OnceFunc(func() {
 		h.mu.Lock()
 		h.subscribers--
-		if h.subscribers == 0 {
-			h.agentsKnown = false
-		}
 		h.mu.Unlock()
 	})
 }
@@ -115,9 +107,9 @@ func (h *fanout) run(ctx context.Context) {
 	}
 	defer unsubscribe()
 	var idleAt time.Time
-	for first := true; ; first = false {
+	for {
 		err := guard.Call(h.log, "reading queue events", func() (err error) {
-			idleAt, err = h.poll(ctx, first)
+			idleAt, err = h.poll(ctx)
 			return err
 		})
 		h.release()
@@ -138,7 +130,7 @@ func (h *fanout) run(ctx context.Context) {
 func (h *fanout) await(ctx context.Context, changes <-chan struct{}, idleAt time.Time) bool {
 	var idle, quiet <-chan time.Time
 	if !idleAt.IsZero() {
-		t := time.NewTimer(time.Until(idleAt))
+		t := time.NewTimer(idleAt.Sub(h.env.Now()))
 		defer t.Stop()
 		idle = t.C
 	}
@@ -181,89 +173,40 @@ func (h *fanout) release() {
 	h.caughtUp = nil
 }
 
-// poll reads new events and re-derives agent connectivity. It returns when
-// the next agent will turn idle (zero: none will).
-func (h *fanout) poll(ctx context.Context, first bool) (time.Time, error) {
+// poll reads the feed: the events committed since the last read, and
+// while a stream is open, the agents that turned idle. It returns when the
+// next agent will turn idle (zero: none will, or nobody listens).
+func (h *fanout) poll(ctx context.Context) (time.Time, error) {
 	h.mu.Lock()
 	h.behind, h.reading = false, true
-	h.mu.Unlock()
-	if first {
-		st, err := queue.Status(ctx, h.env, queue.Empty{})
-		if err != nil {
-			return time.Time{}, err
-		}
-		h.mu.Lock()
-		h.cursor = st.LastEvent
-		h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
-		h.mu.Unlock()
-	}
-	for {
-		h.mu.Lock()
-		cursor := h.cursor
-		h.mu.Unlock()
-		events, err := queue.EventsSince(ctx, h.env, cursor, 1000)
-		if err != nil {
-			return time.Time{}, err
-		}
-		h.mu.Lock()
-		// Items are kept for streams only: one that opens later starts
-		// after them, and one that opens during this read waits for it
-		// to end.
-		listened := h.subscribers > 0
-		for _, e := range events {
-			h.logEvent(e)
-			if e.Type == queue.EventConfigUpdated {
-				var s queue.Settings
-				if json.Unmarshal(e.Data, &s) == nil {
-					h.staleAfter = time.Duration(s.AgentStaleAfterSeconds) * time.Second
-				}
-			}
-			if listened {
-				h.appendLocked(h.deriveLocked(e), true)
-			}
-			h.cursor = e.ID
-		}
-		h.mu.Unlock()
-		if len(events) < 1000 {
-			break
-		}
-	}
-	h.mu.Lock()
 	listened := h.subscribers > 0
 	h.mu.Unlock()
-	if !listened {
+	if h.feed == nil {
+		feed, err := queue.OpenFeed(ctx, h.env, nil)
+		if err != nil {
+			return time.Time{}, err
+		}
+		h.feed = feed
 		h.mu.Lock()
-		h.broadcastLocked()
+		h.cursor = feed.Cursor()
 		h.mu.Unlock()
-		return time.Time{}, nil
 	}
-	st, err := queue.Status(ctx, h.env, queue.Empty{})
+	events, next, err := h.feed.Read(ctx, listened)
 	if err != nil {
 		return time.Time{}, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.staleAfter = time.Duration(st.Settings.AgentStaleAfterSeconds) * time.Second
-	var next time.Time
-	now := h.env.Now()
-	// An agent seen connected at the last look and not now turned idle;
-	// after a time nobody listened, the last look is too old to say.
-	announce := !first && h.agentsKnown
-	h.agentsKnown = true
-	for _, a := range st.Agents {
-		if announce && h.connected[a.AgentID] && !a.Connected {
-			data, _ := json.Marshal(a)
-			h.appendLocked(queue.Event{Type: queue.EventStatusChanged, Timestamp: now.UTC(), Data: data}, false)
+	// Items are kept for streams only: one that opens later starts after
+	// them, and one that opens during this read waits for it to end.
+	for _, e := range events {
+		stored := e.ID != 0
+		if stored {
+			h.logEvent(e)
+			h.cursor = e.ID
 		}
-		h.connected[a.AgentID] = a.Connected
-		if a.Connected {
-			at := a.LastSeenAt.Add(h.staleAfter)
-			if a.WaitingUntil != nil && a.WaitingUntil.After(at) {
-				at = *a.WaitingUntil
-			}
-			if at = at.Add(idleSlack); next.IsZero() || at.Before(next) {
-				next = at
-			}
+		if listened {
+			h.appendLocked(e, stored)
 		}
 	}
 	h.broadcastLocked()
@@ -285,31 +228,6 @@ func (h *fanout) broadcastLocked() {
 		close(h.wake)
 		h.wake = make(chan struct{})
 	}
-}
-
-// derive fills in an agent event's waiting and connected flags, which the
-// store leaves for readers to compute from the time.
-func (h *fanout) derive(e queue.Event) queue.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.deriveLocked(e)
-}
-
-func (h *fanout) deriveLocked(e queue.Event) queue.Event {
-	if e.Type != queue.EventStatusChanged {
-		return e
-	}
-	var a queue.Agent
-	if json.Unmarshal(e.Data, &a) != nil {
-		return e
-	}
-	now := h.env.Now()
-	a.Waiting = a.WaitingUntil != nil && now.Before(*a.WaitingUntil)
-	a.Connected = a.Waiting || now.Sub(a.LastSeenAt) <= h.staleAfter
-	if data, err := json.Marshal(a); err == nil {
-		e.Data = data
-	}
-	return e
 }
 
 // position is where a new stream joins: the newest item and the newest

@@ -114,7 +114,7 @@ func FuzzRequestInput(f *testing.F) {
 	if add == nil {
 		f.Fatal("queue_add is not registered")
 	}
-	rt := route{method: "POST", path: "/api/instructions", tool: "queue_add", status: 201, body: true}
+	rt := apiRoute{Route: add.Info().HTTP[0], op: add}
 	for _, seed := range [][2]string{
 		{`{"text":"hi"}`, ""}, {``, "text=hi"}, {`null`, "x=1"}, {`[1,2]`, ""}, {`{"text":"a"} {"text":"b"}`, ""},
 		{`{"text":"a"} trailing`, ""}, {`"str"`, ""}, {`{"position":1e999}`, ""}, {" \n ", "position=2"}, {`{`, ""},
@@ -124,7 +124,7 @@ func FuzzRequestInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, query string) {
 		r := httptest.NewRequest("POST", "/api/instructions", strings.NewReader(body))
 		r.URL.RawQuery = query
-		raw, err := requestInput(r, rt, add)
+		raw, err := requestInput(r, rt)
 		if err != nil {
 			if op.KindOf(err) != op.KindInvalid {
 				t.Fatalf("body %q, query %q: error of kind %v, want invalid input: %v", body, query, op.KindOf(err), err)

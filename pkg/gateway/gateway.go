@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/gateway/token"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -31,7 +31,7 @@ import (
 
 // DefaultAddr is where the gateway listens unless told otherwise: loopback
 // only, on a port no common development server uses.
-const DefaultAddr = "127.0.0.1:7437"
+const DefaultAddr = gatewayd.DefaultAddr
 
 // Limits on what one request may cost.
 const (
@@ -89,6 +89,7 @@ type Server struct {
 	opts     Options
 	verifier *token.Verifier
 	ops      map[string]op.Operation
+	api      []apiRoute // the operations' routes under /api
 	fanout   *fanout
 	servers  *mcphub.Hub // the supervised MCP servers (spec 004)
 	enhance  *enhance.Enhancer
@@ -136,11 +137,7 @@ func New(opts Options) (*Server, error) {
 	for _, o := range opts.Ops {
 		s.ops[o.Info().Name] = o
 	}
-	for _, r := range apiRoutes {
-		if r.tool != "" && s.ops[r.tool] == nil {
-			return nil, fmt.Errorf("gateway: route %s %s needs operation %s, which is not registered", r.method, r.path, r.tool)
-		}
-	}
+	s.api = apiRoutes(opts.Ops)
 	s.fanout = newFanout(&s.opts.Env, opts.Log)
 	// /mcp aggregates the supervised servers' tools, prompts and resources
 	// beside lm's own, and tells clients when they come and go.
@@ -166,28 +163,21 @@ func New(opts Options) (*Server, error) {
 func (s *Server) PageURL(addr string) string { return PageURL(addr, s.opts.Token) }
 
 // PageURL is the page's address on a gateway listening at addr, carrying
-// the person's token (if any) in the fragment, which browsers never send to
-// a server: the page keeps it and drops it from the address bar.
-func PageURL(addr, token string) string {
-	u := "http://" + addr + "/"
-	if token != "" {
-		u += "#token=" + url.QueryEscape(token)
-	}
-	return u
-}
+// the person's token (if any): see [gatewayd.PageURL].
+func PageURL(addr, token string) string { return gatewayd.PageURL(addr, token) }
 
 func (s *Server) routes(m *server.MCPServer) http.Handler {
 	page := func(h http.Handler) http.Handler { return s.identified(pageFace, h) }
 	agents := func(h http.Handler) http.Handler { return s.identified(agentFace, h) }
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
-	for _, r := range apiRoutes {
-		mux.Handle(r.method+" "+r.path, page(s.apiHandler(r)))
+	for _, r := range s.api {
+		mux.Handle(r.Pattern(), page(s.apiHandler(r)))
 	}
 	mux.Handle("GET /api/events", page(http.HandlerFunc(s.events)))
 	mux.Handle("POST /api/tickets", page(http.HandlerFunc(s.issueTicket)))
 	s.askThreadRoutes(mux, page)
-	mux.Handle("/api/", page(http.HandlerFunc(apiNotFound)))
+	mux.Handle("/api/", page(http.HandlerFunc(s.apiNotFound)))
 	mux.HandleFunc("GET /openapi.json", s.openAPI)
 	mux.HandleFunc("GET /docs", s.docs)
 

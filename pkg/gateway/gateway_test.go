@@ -96,7 +96,11 @@ func startIn(t *testing.T, home string, opts gateway.Options) *gw {
 func startAt(t *testing.T, home, addr string, opts gateway.Options) *gw {
 	t.Helper()
 	path := filepath.Join(home, "lm.db")
-	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: time.Now, Environ: os.Environ(), Roots: opts.Env.Roots}
+	now := opts.Env.Now // a test's clock, else the real one
+	if now == nil {
+		now = time.Now
+	}
+	opts.Env = op.Env{Store: store.New(path, 0), Home: filepath.Dir(path), Stderr: io.Discard, Now: now, Environ: os.Environ(), Roots: opts.Env.Roots}
 	opts.Ops = registry.All()
 	opts.Version = "test"
 	if opts.Token == "" && !opts.NoToken {

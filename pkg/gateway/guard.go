@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/op"
 )
 
@@ -65,17 +66,7 @@ func hostAllowed(host, local string) bool {
 
 // IsLoopback reports whether an address (host:port, or a host alone)
 // names this machine's loopback only.
-func IsLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
+func IsLoopback(hostport string) bool { return gatewayd.IsLoopback(hostport) }
 
 func originMatches(origin, host string) bool {
 	u, err := url.Parse(origin)

@@ -13,8 +13,8 @@ import (
 	"lmtool.dev/lm/pkg/op"
 )
 
-// openAPI is GET /openapi.json: the API described from the route table and
-// the operations' own input and output schemas, so it cannot drift from
+// openAPI is GET /openapi.json: the API described from the operations'
+// routes and their own input and output schemas, so it cannot drift from
 // what the handlers accept.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.openAPIDocument())
@@ -26,53 +26,8 @@ func (s *Server) openAPIDocument() map[string]any {
 		return map[string]any{"description": desc, "content": jsonContent(envelope)}
 	}
 	paths := map[string]map[string]any{}
-	for _, rt := range apiRoutes {
-		o := s.ops[rt.tool]
-		in := o.InputSchema()
-		var params []map[string]any
-		for _, name := range wildcards(rt.path) {
-			params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": schemaProp(in, name)})
-		}
-		operation := map[string]any{
-			"operationId": strings.ToLower(rt.method) + "_" + rt.tool,
-			"summary":     rt.summary,
-			"description": o.Info().Summary + ". Same operation as `lm " + strings.Join(o.Info().Path, " ") + "` and the MCP tool `" + rt.tool + "`.",
-			"responses": map[string]any{
-				"400": errorResponse("malformed request body"),
-				"401": errorResponse("missing or wrong bearer token (when the gateway has one)"),
-				"403": errorResponse("foreign Origin or Host"),
-				"422": errorResponse("invalid input: the error says what is accepted"),
-				"503": errorResponse("the store is locked by another process"),
-			},
-		}
-		responses := operation["responses"].(map[string]any)
-		if rt.status == http.StatusNoContent {
-			responses["204"] = map[string]any{"description": "done"}
-		} else {
-			responses[strconv.Itoa(rt.status)] = map[string]any{"description": "ok", "content": jsonContent(o.OutputSchema())}
-		}
-		if strings.Contains(rt.path, "{id}") {
-			responses["404"] = errorResponse("no such instruction")
-		}
-		if rt.method != "GET" && strings.Contains(rt.path, "{id}") {
-			responses["409"] = errorResponse("the instruction was already consumed")
-		}
-		if rt.body {
-			operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.WithoutFields(in, rt.notInBody(o)))}
-		} else {
-			for _, name := range op.FieldNames(in) {
-				if !slices.Contains(wildcards(rt.path), name) {
-					params = append(params, map[string]any{"name": name, "in": "query", "schema": in.Properties[name]})
-				}
-			}
-		}
-		if params != nil {
-			operation["parameters"] = params
-		}
-		if paths[rt.path] == nil {
-			paths[rt.path] = map[string]any{}
-		}
-		paths[rt.path][strings.ToLower(rt.method)] = operation
+	for _, rt := range s.api {
+		rt.describe(paths, errorResponse)
 	}
 	paths["/api/events"] = map[string]any{"get": map[string]any{
 		"operationId": "get_events",
@@ -108,6 +63,57 @@ func (s *Server) openAPIDocument() map[string]any {
 	}
 }
 
+// describe adds an operation's route to the OpenAPI paths: its path
+// wildcards as path parameters, its body or its query parameters from the
+// operation's input schema, its success from the output schema.
+func (rt apiRoute) describe(paths map[string]map[string]any, errorResponse func(string) map[string]any) {
+	in, info := rt.op.InputSchema(), rt.op.Info()
+	var params []map[string]any
+	for _, name := range rt.Wildcards() {
+		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": schemaProp(in, name)})
+	}
+	operation := map[string]any{
+		"operationId": strings.ToLower(rt.Method) + "_" + info.Name,
+		"summary":     rt.summary(),
+		"description": info.Summary + ". Same operation as `lm " + strings.Join(info.Path, " ") + "` and the MCP tool `" + info.Name + "`.",
+		"responses": map[string]any{
+			"400": errorResponse("malformed request body"),
+			"401": errorResponse("missing or wrong bearer token (when the gateway has one)"),
+			"403": errorResponse("foreign Origin or Host"),
+			"422": errorResponse("invalid input: the error says what is accepted"),
+			"503": errorResponse("the store is locked by another process"),
+		},
+	}
+	responses := operation["responses"].(map[string]any)
+	if status := rt.SuccessStatus(); status == http.StatusNoContent {
+		responses["204"] = map[string]any{"description": "done"}
+	} else {
+		responses[strconv.Itoa(status)] = map[string]any{"description": "ok", "content": jsonContent(rt.op.OutputSchema())}
+	}
+	if strings.Contains(rt.Path, "{id}") {
+		responses["404"] = errorResponse("no such instruction")
+	}
+	if rt.Method != http.MethodGet && strings.Contains(rt.Path, "{id}") {
+		responses["409"] = errorResponse("the instruction was already consumed")
+	}
+	if rt.Body {
+		operation["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.WithoutFields(in, rt.notInBody()))}
+	} else {
+		for _, name := range op.FieldNames(in) {
+			if !slices.Contains(rt.Wildcards(), name) {
+				params = append(params, map[string]any{"name": name, "in": "query", "schema": in.Properties[name]})
+			}
+		}
+	}
+	if params != nil {
+		operation["parameters"] = params
+	}
+	if paths[rt.Path] == nil {
+		paths[rt.Path] = map[string]any{}
+	}
+	paths[rt.Path][strings.ToLower(rt.Method)] = operation
+}
+
 func jsonContent(schema *jsonschema.Schema) map[string]any {
 	return map[string]any{"application/json": map[string]any{"schema": schema}}
 }
@@ -134,12 +140,11 @@ func (s *Server) docs(w http.ResponseWriter, r *http.Request) {
 		Status                                          int
 	}
 	var entries []entry
-	for _, rt := range apiRoutes {
-		o := s.ops[rt.tool]
-		e := entry{Method: rt.method, Path: rt.path, Summary: rt.summary, Tool: rt.tool, CLI: strings.Join(o.Info().Path, " "), Status: rt.status,
-			Input: indent(op.WithoutFields(o.InputSchema(), rt.notInBody(o)))}
-		if rt.status != http.StatusNoContent {
-			e.Output = indent(o.OutputSchema())
+	for _, rt := range s.api {
+		e := entry{Method: rt.Method, Path: rt.Path, Summary: rt.summary(), Tool: rt.tool(), CLI: strings.Join(rt.op.Info().Path, " "),
+			Status: rt.SuccessStatus(), Input: indent(op.WithoutFields(rt.op.InputSchema(), rt.notInBody()))}
+		if rt.SuccessStatus() != http.StatusNoContent {
+			e.Output = indent(rt.op.OutputSchema())
 		}
 		entries = append(entries, e)
 	}

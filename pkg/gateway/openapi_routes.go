@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/servers/client"
 	"lmtool.dev/lm/pkg/servers/enhance"
@@ -91,7 +92,7 @@ func (rt otherRoute) describe(paths map[string]map[string]any, errorResponse fun
 		responses["404"] = errorResponse("no server of that name")
 	}
 	var params []map[string]any
-	for _, name := range wildcards(rt.path) {
+	for _, name := range (op.Route{Path: rt.path}).Wildcards() {
 		params = append(params, map[string]any{"name": name, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 	}
 	if params != nil {

@@ -1,7 +1,8 @@
 // Package gatewayd runs the gateway in the background: a detached process
 // whose pid, address and log live in files under LM_HOME, so any shell can
 // start, stop and inspect it, and a process that died leaves no record
-// claiming it still serves.
+// claiming it still serves. Its operations are `lm gateway start|stop|
+// restart|status|logs` (ops.go), the person's on the command line only.
 package gatewayd
 
 import (

@@ -107,6 +107,8 @@ var pairs = map[[2]string]string{
 	{"pkg/verify", "pkg/extract"}:              "a checklist's checks are extractions (frontmatter, matches, code structure)",
 	{"pkg/queue", "pkg/gatewayd"}:              "lm queue status says whether a gateway serves this store",
 	{"pkg/servers", "pkg/gatewayd"}:            "lm servers acts through a running gateway's hub when there is one",
+	{"pkg/gatewayd", "pkg/gateway/token"}:      "starting the gateway in the background makes or checks the person's token first",
+	{"pkg/gateway", "pkg/gatewayd"}:            "the gateway and its background start share one set of serving checks (token, address, origins)",
 	{"cli", "pkg/gatewayd"}:                    "lm gateway start|stop|status|logs manage the background gateway",
 	{"cli", "pkg/gateway/token"}:               "lm gateway's token commands and its start-up make and read the tokens",
 	{"cli", "pkg/servers"}:                     "lm mcp --connect bridges stdio to a running gateway's /mcp",

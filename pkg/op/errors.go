@@ -25,6 +25,10 @@ const (
 	KindUnavailable              // 6: store locked, model or child server down
 	KindTimeout                  // 7: timed out, or a wait that ended empty
 	KindChecksFailed             // 8: verification checks failed
+	// KindRemote is an error another program reported as its answer (an
+	// MCP tool's isError result): it answered, so the failure is its own,
+	// not lm's (HTTP 502). It exits 1, as an internal error does.
+	KindRemote
 )
 
 // contract is the error contract, one row a kind (indexed by it, so by exit
@@ -66,19 +70,28 @@ func ExitStatuses() []ExitStatus {
 }
 
 // ExitCode is the process exit status for errors of this kind.
-func (k Kind) ExitCode() int { return int(k) }
+func (k Kind) ExitCode() int {
+	if k == KindRemote {
+		return KindInternal.ExitCode()
+	}
+	return int(k)
+}
 
 // Category is the default error_category for the kind.
 func (k Kind) Category() string {
-	if k <= KindOK || int(k) >= len(contract) {
+	switch {
+	case k == KindRemote:
+		return CategoryToolError
+	case k <= KindOK || int(k) >= len(contract):
 		return contract[KindInternal].category
 	}
 	return contract[k].category
 }
 
 // Recoverable reports whether retrying, possibly with corrected input, can
-// succeed. Internal errors are the only ones a retry will not fix.
-func (k Kind) Recoverable() bool { return k != KindInternal }
+// succeed. Internal errors are the only ones a retry will not fix, and lm
+// cannot tell whether a remote one's would.
+func (k Kind) Recoverable() bool { return k != KindInternal && k != KindRemote }
 
 // HTTPStatus is the status every HTTP face answers err with: its kind's,
 // except where the category says whose failure it is — a tool of another
@@ -94,6 +107,8 @@ func HTTPStatus(err error, invalid int) int {
 		return http.StatusInternalServerError
 	}
 	switch k := KindOf(err); {
+	case k == KindRemote:
+		return http.StatusBadGateway
 	case k == KindInvalid || k == KindChecksFailed:
 		return invalid
 	case k > KindOK && int(k) < len(contract):
@@ -205,6 +220,21 @@ type Envelope struct {
 	Recoverable   bool   `json:"recoverable"`
 	Suggestion    string `json:"suggestion,omitempty"`
 	ExitCode      int    `json:"exit_code"`
+}
+
+// Kind is the kind of the error an envelope describes, as another lm
+// process (a gateway, lm's own tools through a server) reported it: its
+// exit code, or a remote error by its category, which shares exit code 1
+// with internal errors.
+func (e Envelope) Kind() Kind {
+	switch {
+	case e.ExitCode == KindRemote.ExitCode() && e.ErrorCategory == KindRemote.Category():
+		return KindRemote
+	case e.ExitCode > int(KindOK) && e.ExitCode <= int(KindChecksFailed):
+		return Kind(e.ExitCode)
+	default:
+		return KindInternal
+	}
 }
 
 // EnvelopeOf describes err as an [Envelope].

@@ -76,7 +76,8 @@ type Meta struct {
 	// Stream marks an operation that reports through Env.Emit (JSON Lines
 	// on the CLI) rather than returning one result. Streams are CLI only.
 	Stream bool
-	// CLIOnly keeps the operation off MCP.
+	// CLIOnly keeps the operation off MCP; it is on HTTP only by the
+	// routes it declares (HTTP).
 	CLIOnly bool
 	// Hidden keeps a CLI command out of help and completion (internal
 	// entry points such as a supervisor process).
@@ -96,6 +97,9 @@ type Meta struct {
 	// as KEY=VALUE that its typed fields already cover): MCP and HTTP
 	// neither list nor take them.
 	CLIFields []string
+	// HTTP are the operation's routes on the gateway's API (see [Route]);
+	// none keeps it off HTTP but for /mcp. A stream has none.
+	HTTP []Route
 }
 
 // Group is the operation's group, the first element of its path.
@@ -266,6 +270,9 @@ func New[In, Out any](meta Meta, run Handler[In, Out]) Operation {
 	if reflect.TypeFor[Out]().Kind() != reflect.Struct || reflect.TypeFor[In]().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("op %s: input and output must be structs (MCP schemas are objects)", meta.Name))
 	}
+	if len(meta.HTTP) > 0 && meta.Stream {
+		panic(fmt.Sprintf("op %s: a stream has no HTTP route", meta.Name))
+	}
 	return &typed[In, Out]{meta: meta, run: run}
 }
 
@@ -293,6 +300,15 @@ func (t *typed[In, Out]) schemas() {
 		for _, f := range t.meta.PersonFields {
 			if in.Properties[f] == nil {
 				panic(fmt.Sprintf("op %s: person-only field %q is not an input field", t.meta.Name, f))
+			}
+		}
+		fields := map[string]bool{}
+		for name := range in.Properties {
+			fields[name] = !slices.Contains(t.meta.CLIFields, name)
+		}
+		for _, r := range t.meta.HTTP {
+			if err := r.check(fields); err != nil {
+				panic(fmt.Sprintf("op %s: %v", t.meta.Name, err))
 			}
 		}
 		resolved, err := in.Resolve(nil)

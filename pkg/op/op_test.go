@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,6 +146,64 @@ func FuzzCall(f *testing.F) {
 	})
 }
 
+// A route that binds a path wildcard to no input field, or that a face
+// could not serve, is a definition error found when the schemas are first
+// derived, not a route that silently answers 422 to every request.
+func TestRouteDefinitionErrors(t *testing.T) {
+	type in struct {
+		ID     string   `json:"id"`
+		Assign []string `json:"assign,omitempty"`
+	}
+	handler := func(context.Context, *Env, in) (struct{}, error) { return struct{}{}, nil }
+	for name, route := range map[string]Route{
+		"unknown wildcard":  {Method: "GET", Path: "/api/things/{name}"},
+		"command-line only": {Method: "GET", Path: "/api/things/{assign}"},
+		"relative path":     {Method: "GET", Path: "api/things"},
+		"unknown method":    {Method: "FETCH", Path: "/api/things"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := New(Meta{Name: "thing_show", Path: []string{"thing", "show"}, Summary: "s", Callers: PersonOnly,
+				CLIFields: []string{"assign"}, HTTP: []Route{route}}, handler)
+			defer func() {
+				if recover() == nil {
+					t.Errorf("route %s was accepted", route.Pattern())
+				}
+			}()
+			o.InputSchema()
+		})
+	}
+	ok := New(Meta{Name: "thing_show", Path: []string{"thing", "show"}, Summary: "s", Callers: PersonOnly,
+		HTTP: []Route{{Method: "GET", Path: "/api/things/{id}"}}}, handler)
+	if got := ok.Info().HTTP[0].Wildcards(); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("wildcards = %q, want [id]", got)
+	}
+	if s := ok.InputSchema(); s.Properties["id"] == nil {
+		t.Errorf("input schema lost id: %v", s)
+	}
+}
+
+// A remote tool's error keeps the CLI's exit status 1 and its category, and
+// an envelope from another lm process says remote again, not internal.
+func TestRemoteErrorsKeepTheirKindAcrossProcesses(t *testing.T) {
+	env := EnvelopeOf(Errorf(KindRemote, "tool echo failed: no"))
+	if env.ExitCode != 1 || env.ErrorCategory != "tool_error" || env.Recoverable {
+		t.Errorf("envelope = %+v, want exit 1, tool_error, not recoverable", env)
+	}
+	for _, c := range []struct {
+		env  Envelope
+		want Kind
+	}{
+		{env, KindRemote},
+		{EnvelopeOf(Errorf(KindInternal, "boom")), KindInternal},
+		{EnvelopeOf(Errorf(KindTimeout, "late")), KindTimeout},
+		{Envelope{ExitCode: 42, ErrorCategory: "odd"}, KindInternal},
+	} {
+		if got := c.env.Kind(); got != c.want {
+			t.Errorf("%+v.Kind() = %v, want %v", c.env, got, c.want)
+		}
+	}
+}
+
 func TestHTTPStatus(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -159,6 +218,7 @@ func TestHTTPStatus(t *testing.T) {
 		{"unavailable", Errorf(KindUnavailable, "down"), 503},
 		{"timeout", Errorf(KindTimeout, "late"), 504},
 		{"an error of no kind is internal", errors.New("boom"), 500},
+		{"a remote tool's error is a bad gateway", Errorf(KindRemote, "tool failed"), 502},
 		{"another server's failed tool is a bad gateway", &Error{Kind: KindInternal, Category: CategoryToolError, Err: errors.New("tool failed")}, 502},
 		{"a damaged store is the server's failure", &Error{Kind: KindChecksFailed, Category: "store_corrupt", Err: errors.New("corrupt")}, 500},
 	} {

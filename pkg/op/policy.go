@@ -69,7 +69,8 @@ type Grant struct {
 // GrantAll is the --allow word that trusts agents as the person.
 const GrantAll = "all"
 
-// ParseGrant checks names against ops and returns the grant they make. An
+// ParseGrant checks names (each may hold several, comma-separated) against
+// ops and returns the grant they make. An
 // unknown name is invalid input listing what is accepted, so a typo never
 // silently grants less (or more) than the person meant.
 func ParseGrant(names []string, ops []Operation) (Grant, error) {
@@ -79,7 +80,9 @@ func ParseGrant(names []string, ops []Operation) (Grant, error) {
 	for _, o := range ops {
 		m := o.Info()
 		valid[m.Name] = true
-		if !valid[m.Group()] {
+		// A group is a grant when it holds an operation agents could be
+		// served; one of command-line operations only grants nothing.
+		if !m.CLIOnly && !m.Stream && !valid[m.Group()] {
 			valid[m.Group()] = true
 			groups = append(groups, m.Group())
 		}
@@ -87,7 +90,11 @@ func ParseGrant(names []string, ops []Operation) (Grant, error) {
 			valid[m.Name+"."+f] = true
 		}
 	}
+	var words []string
 	for _, n := range names {
+		words = append(words, strings.Split(n, ",")...)
+	}
+	for _, n := range words {
 		n = strings.TrimSpace(n)
 		switch {
 		case n == "":

@@ -20,6 +20,7 @@ func Ops() []op.Operation {
 			Args:        []string{"content"}, StdinText: "content",
 			Lines: "contents", DecodeLine: decodeLine,
 			Effect: op.Mutating,
+			HTTP:   []op.Route{{Method: "POST", Path: "/api/instructions", Summary: "Add a pending instruction", Status: 201, Body: true}},
 		}, Add),
 		op.New(op.Meta{
 			Name: "get_user_request", Path: []string{"queue", "next"},
@@ -39,12 +40,14 @@ func Ops() []op.Operation {
 			Summary:  "List instructions: pending in queue order, then consumed",
 			Examples: "lm queue list --status pending -r --jq '.items[] | \"\\(.position) \\(.content)\"'",
 			Effect:   op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/instructions", Summary: "Instructions in queue order (?status=pending|consumed|all)"}},
 		}, List),
 		op.New(op.Meta{
 			Name: "queue_show", Path: []string{"queue", "show"},
 			Callers: op.PersonOnly,
 			Summary: "Show one instruction", Args: []string{"id"},
 			Effect: op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/instructions/{id}", Summary: "One instruction"}},
 		}, Show),
 		op.New(op.Meta{
 			Name: "queue_edit", Path: []string{"queue", "edit"},
@@ -53,6 +56,7 @@ func Ops() []op.Operation {
 			Description: "The new text comes from the argument after the id, or from stdin when it is - or missing. Consumed instructions cannot change (exit 4).",
 			Args:        []string{"id", "content"}, StdinText: "content",
 			Effect: op.Destructive, Idempotent: true,
+			HTTP: []op.Route{{Method: "PATCH", Path: "/api/instructions/{id}", Summary: "Edit a pending instruction (409 once consumed)", Body: true}},
 		}, Edit),
 		op.New(op.Meta{
 			Name: "queue_rm", Path: []string{"queue", "rm"},
@@ -60,6 +64,7 @@ func Ops() []op.Operation {
 			Summary: "Delete a pending instruction", Args: []string{"id"},
 			Description: "Consumed instructions are history and cannot be deleted this way (exit 4); see prune.",
 			Effect:      op.Destructive, Idempotent: true,
+			HTTP: []op.Route{{Method: "DELETE", Path: "/api/instructions/{id}", Summary: "Delete a pending instruction (409 once consumed)", Status: 204}},
 		}, Remove),
 		op.New(op.Meta{
 			Name: "queue_move", Path: []string{"queue", "move"},
@@ -68,6 +73,7 @@ func Ops() []op.Operation {
 			Description: "ID may be a position instead (lm queue move 3 --to 1): a number not starting with 0, which no id does.",
 			Examples:    "lm queue move 01JD --to 1\nlm queue move 3 --to 1",
 			Effect:      op.Mutating, Idempotent: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/instructions/{id}/move", Summary: "Move a pending instruction to position {\"to\": N}", Body: true}},
 		}, Move),
 		op.New(op.Meta{
 			Name: "queue_requeue", Path: []string{"queue", "requeue"},
@@ -77,6 +83,7 @@ func Ops() []op.Operation {
 				"probably never saw it), or one to be done again. A pending instruction is refused (exit 4).",
 			Examples: "lm queue list --status consumed --jq '.items[] | select(.delivery_unconfirmed) | .id'\nlm queue requeue 01JD",
 			Effect:   op.Mutating, Idempotent: false,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/instructions/{id}/requeue", Summary: "Put a consumed instruction back at the head of the queue (409 while pending)"}},
 		}, Requeue),
 		op.New(op.Meta{
 			Name: "queue_status", Path: []string{"queue", "status"},
@@ -84,6 +91,7 @@ func Ops() []op.Operation {
 			Summary:     "Show queue counts, settings and agent activity",
 			Description: "server.status is up while a gateway serves this store (lm gateway), down otherwise.",
 			Effect:      op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/status", Summary: "Server, agent, queue and settings summary"}},
 		}, GatewayStatus),
 		op.New(op.Meta{
 			Name: "queue_config", Path: []string{"queue", "config"},
@@ -94,6 +102,10 @@ func Ops() []op.Operation {
 			Args:        []string{"assign"},
 			CLIFields:   []string{"assign"},
 			Effect:      op.Mutating, Idempotent: true,
+			HTTP: []op.Route{
+				{Method: "GET", Path: "/api/config", Summary: "The editable settings"},
+				{Method: "PATCH", Path: "/api/config", Summary: "Change settings (\"default_empty_response\": null clears it)", Body: true},
+			},
 		}, Config),
 		op.New(op.Meta{
 			Name: "queue_prune", Path: []string{"queue", "prune"},
@@ -104,11 +116,12 @@ func Ops() []op.Operation {
 		}, Prune),
 		op.New(op.Meta{
 			Name: "queue_watch", Path: []string{"queue", "watch"},
-			Callers:     op.PersonOnly,
-			Summary:     "Print queue events as JSON Lines as they happen, from any process",
-			Description: "Event types: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated. Each carries the full item.",
-			Examples:    "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",
-			Effect:      op.ReadOnly, Stream: true, CLIOnly: true,
+			Callers: op.PersonOnly,
+			Summary: "Print queue events as JSON Lines as they happen, from any process",
+			Description: "Event types: instruction.created, instruction.updated, instruction.deleted, instruction.consumed, status.changed, config.updated. Each carries the full item. " +
+				"A status.changed with id 0 is an agent turning idle, which no process records: the watch notices the time pass. GET /api/events on the gateway streams the same events.",
+			Examples: "lm queue watch -r --jq 'select(.type==\"instruction.consumed\") | .data.content'",
+			Effect:   op.ReadOnly, Stream: true, CLIOnly: true,
 		}, Watch),
 	}
 }

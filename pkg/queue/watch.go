@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 
 	"lmtool.dev/lm/pkg/op"
 )
@@ -12,44 +13,33 @@ type WatchInput struct {
 	Count int     `json:"count,omitempty" jsonschema:"stop after this many events (0: run until interrupted)"`
 }
 
-// Watch emits queue events as they are committed by any process.
+// Watch emits the queue's [Feed] as it happens: the events any process
+// commits, and agents turning idle.
 func Watch(ctx context.Context, env *op.Env, in WatchInput) (struct{}, error) {
-	changes, unsubscribe, err := Changes(ctx, env)
+	feed, err := OpenFeed(ctx, env, in.Since)
 	if err != nil {
 		return struct{}{}, err
 	}
-	defer unsubscribe()
-	var cursor uint64
-	if in.Since != nil {
-		cursor = *in.Since
-	} else if err := view(ctx, env, func(t *tx) error { cursor = t.LastEvent(); return nil }); err != nil {
-		return struct{}{}, err
-	}
 	sent := 0
-	for {
-		events, err := EventsSince(ctx, env, cursor, 1000)
-		if err != nil {
-			return struct{}{}, err
-		}
+	err = feed.Follow(ctx, nil, nil, func(events []Event) error {
 		for _, e := range events {
 			if err := env.Emit(e); err != nil {
-				return struct{}{}, err
+				return err
 			}
-			cursor = e.ID
 			if sent++; in.Count > 0 && sent >= in.Count {
-				return struct{}{}, nil
+				return errWatchDone
 			}
 		}
-		if len(events) == 1000 {
-			continue
-		}
-		select {
-		case <-changes:
-		case <-ctx.Done():
-			return struct{}{}, nil
-		}
+		return nil
+	})
+	if errors.Is(err, errWatchDone) {
+		err = nil
 	}
+	return struct{}{}, err
 }
+
+// errWatchDone ends a watch that emitted the events it was asked for.
+var errWatchDone = errors.New("the watch emitted its count")
 
 // LastEvent is the id of the newest event in the store.
 func LastEvent(ctx context.Context, env *op.Env) (uint64, error) {
@@ -58,7 +48,8 @@ func LastEvent(ctx context.Context, env *op.Env) (uint64, error) {
 	return last, err
 }
 
-// EventsSince returns up to limit events after the id since (0: no limit).
+// EventsSince returns up to limit events after the id since (0: no limit),
+// as stored: a [Feed] derives agents' flags at reading.
 func EventsSince(ctx context.Context, env *op.Env, since uint64, limit int) ([]Event, error) {
 	var events []Event
 	err := view(ctx, env, func(t *tx) error { events = t.EventsSince(since, limit); return nil })

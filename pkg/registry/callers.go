@@ -49,6 +49,7 @@ lm gateway --allow …                   # the same for the gateway's agents
 
 Granting an operation or its group does not grant its person-only fields; each is granted by name.
 ` + "`lm mcp --only GROUP`" + ` still narrows what is listed. Operations marked *CLI only* are not served over MCP or HTTP at all.
+The routes after the faces are the operation's on the gateway's REST API (` + "`/openapi.json`" + `), under the same policy.
 
 ## The table
 
@@ -70,8 +71,17 @@ Granting an operation or its group does not grant its person-only fields; each i
 			fields[i] = "`" + f + "`"
 		}
 		faces := "CLI, MCP, HTTP"
-		if m.CLIOnly || m.Stream {
+		switch {
+		case (m.CLIOnly || m.Stream) && len(m.HTTP) > 0:
+			faces = "CLI"
+		case m.CLIOnly || m.Stream:
 			faces = "CLI only"
+		}
+		for _, r := range m.HTTP {
+			faces += "; `" + r.Pattern() + "`"
+			if r.PersonOnly {
+				faces += " (the person only)"
+			}
 		}
 		fmt.Fprintf(&b, "| `%s` | `lm %s` | yes | %s | %s | %s | %s |\n", m.Name, strings.Join(m.Path, " "),
 			mark(agent), mark(anonymous), strings.Join(fields, ", "), faces)

@@ -11,6 +11,7 @@ import (
 	"lmtool.dev/lm/pkg/admin"
 	"lmtool.dev/lm/pkg/buildinfo"
 	"lmtool.dev/lm/pkg/extract"
+	"lmtool.dev/lm/pkg/gatewayd"
 	"lmtool.dev/lm/pkg/generate"
 	"lmtool.dev/lm/pkg/gitx"
 	"lmtool.dev/lm/pkg/jobs"
@@ -34,6 +35,7 @@ var Groups = []op.Group{
 	{Name: "generate", Summary: "Fill templates with variables, strictly (local_generate)"},
 	{Name: "git", Summary: "Git status, diff, log and changed files as JSON (local_git)"},
 	{Name: "servers", Summary: "Install, supervise and talk to MCP servers: the gateway's hub, and a client for any server"},
+	{Name: "gateway", Summary: "Serve the web page, the queue's HTTP API and MCP over HTTP"},
 }
 
 // Subgroups describe the commands inside a group that only hold others,
@@ -68,6 +70,7 @@ func All() []op.Operation {
 		generate.Ops(),
 		servers.Ops(),
 		client.Ops(),
+		gatewayd.Ops(All),
 	} {
 		ops = append(ops, domain...)
 	}

@@ -84,7 +84,7 @@ func (c *Control) Do(ctx context.Context, method, path string, body, out any) er
 		if json.Unmarshal(data, &env) != nil || env.Error == "" {
 			return op.Errorf(op.KindInternal, "gateway answered %s: %s", resp.Status, bytes.TrimSpace(data))
 		}
-		e := op.Errorf(op.Kind(env.ExitCode), "%s", env.Error).WithCategory(env.ErrorCategory)
+		e := op.Errorf(env.Kind(), "%s", env.Error).WithCategory(env.ErrorCategory)
 		if env.Suggestion != "" {
 			e = e.WithHint("%s", env.Suggestion)
 		}

@@ -24,6 +24,7 @@ func Ops() []op.Operation {
 			Summary:     "List the configured MCP servers, with their state when a gateway runs",
 			Description: "Env and header values are shown as <redacted> unless they are ${env:NAME} references.",
 			Effect:      op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/servers", Summary: "The configured MCP servers"}},
 		}, List),
 		op.New(op.Meta{
 			Name: "servers_show", Path: []string{"servers", "show"},
@@ -39,12 +40,14 @@ func Ops() []op.Operation {
 			Examples:    "lm servers add memory --auto-start -- npx -y @modelcontextprotocol/server-memory\nlm servers add docs --url https://example.com/mcp\nlm servers add gh --env 'GITHUB_TOKEN=${env:GITHUB_TOKEN}' -- github-mcp-server stdio",
 			Args:        []string{"name", "command"},
 			Effect:      op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers", Summary: "Add a server, as lm servers add does (the person's token only)", Status: 201, Body: true}},
 		}, Add),
 		op.New(op.Meta{
 			Name: "servers_rm", Path: []string{"servers", "rm"},
 			Callers: op.PersonOnly,
 			Summary: "Remove a server from the configuration (a running gateway stops it)", Args: []string{"name"},
 			Effect: op.Destructive, Idempotent: true, CLIOnly: true,
+			HTTP: []op.Route{{Method: "DELETE", Path: "/api/servers/{name}", Summary: "Remove a server from the configuration; the gateway stops it (the person's token only)"}},
 		}, Remove),
 		op.New(op.Meta{
 			Name: "servers_enable", Path: []string{"servers", "enable"},
@@ -89,6 +92,7 @@ func Ops() []op.Operation {
 			Examples: "lm servers install @modelcontextprotocol/server-memory\nlm servers install @modelcontextprotocol/server-everything --name everything --auto-start",
 			Args:     []string{"package"},
 			Effect:   op.Mutating, CLIOnly: true,
+			HTTP: []op.Route{{Method: "POST", Path: "/api/servers/install", Summary: "Install a server from npm and add it, as lm servers install does (the person's token only)", Status: 201, Body: true}},
 		}, InstallOp),
 		op.New(op.Meta{
 			Name: "servers_secret_set", Path: []string{"servers", "secret", "set"},

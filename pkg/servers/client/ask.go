@@ -385,7 +385,7 @@ func (c *conversation) fail(err error) (AskOutput, error) {
 	return c.out, nil
 }
 
-func isToolError(err error) bool { return hasCategory(err, OutcomeToolError) }
+func isToolError(err error) bool { return op.KindOf(err) == op.KindRemote }
 
 // hasCategory reports whether err is an op error of the category.
 func hasCategory(err error, category string) bool {

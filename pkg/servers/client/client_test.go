@@ -115,7 +115,7 @@ func TestCallErrors(t *testing.T) {
 		{`{` + target + `,"tool":"get-structured-content","arguments":{"location":"Paris"}}`, op.KindInvalid, `location`},
 		{`{` + target + `,"tool":"get-sum","json":"[1]"}`, op.KindInvalid, `not a JSON object`},
 		{`{` + target + `,"tool":"nope"}`, op.KindNotFound, `has no tool "nope"`},
-		{`{` + target + `,"tool":"gzip-file-as-resource","arguments":{"name":"x","data":"ftp://x"}}`, op.KindInternal, `Unsupported URL protocol`},
+		{`{` + target + `,"tool":"gzip-file-as-resource","arguments":{"name":"x","data":"ftp://x"}}`, op.KindRemote, `Unsupported URL protocol`},
 		{`{"tool":"echo"}`, op.KindInvalid, `no server given`},
 		{`{"server":"mine","tool":"echo"}`, op.KindNotFound, `no server named "mine" in `},
 		{`{"url":"ftp://x","tool":"echo"}`, op.KindInvalid, `not an http or https URL`},

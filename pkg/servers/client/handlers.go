@@ -349,10 +349,10 @@ func toolError(tool, text string) error {
 	var e op.Envelope
 	if json.Unmarshal([]byte(text), &e) == nil && e.Error != "" && e.ErrorCategory != "" &&
 		e.ExitCode > int(op.KindOK) && e.ExitCode <= int(op.KindChecksFailed) {
-		return &op.Error{Kind: op.Kind(e.ExitCode), Category: e.ErrorCategory, Hint: e.Suggestion,
+		return &op.Error{Kind: e.Kind(), Category: e.ErrorCategory, Hint: e.Suggestion,
 			Err: fmt.Errorf("tool %s failed: %s", tool, e.Error)}
 	}
-	return &op.Error{Kind: op.KindInternal, Category: OutcomeToolError, Err: fmt.Errorf("tool %s failed: %s", tool, text)}
+	return &op.Error{Kind: op.KindRemote, Category: OutcomeToolError, Err: fmt.Errorf("tool %s failed: %s", tool, text)}
 }
 
 func now(env *op.Env) time.Time {

@@ -28,6 +28,7 @@ func Ops() []op.Operation {
 			Examples:    "lm servers tools -r --jq '.tools[].name' -- npx -y @modelcontextprotocol/server-everything",
 			Args:        []string{"server"}, Trailing: "command",
 			Effect: op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/servers/{server}/tools", Summary: "A configured server's tools with their schemas"}},
 		}, Tools),
 		op.New(op.Meta{
 			Name: "servers_resources", Path: []string{"servers", "resources"},
@@ -65,6 +66,7 @@ func Ops() []op.Operation {
 				"lm servers call get-sum --arg a=1 --arg b=2 -- npx -y @modelcontextprotocol/server-everything",
 			Args: []string{"server", "tool", "json"}, Trailing: "command",
 			Effect: op.Destructive,
+			HTTP:   []op.Route{{Method: "POST", Path: "/api/call", Summary: "Run a tool call the person approved, recorded as approved (the person's token only)", Body: true, PersonOnly: true}},
 		}, Call),
 		op.New(op.Meta{
 			Name: "servers_ask", Path: []string{"servers", "ask"},
@@ -85,6 +87,7 @@ func Ops() []op.Operation {
 				"lm servers ask 'echo hello' --dry-run -- npx -y @modelcontextprotocol/server-everything",
 			Args: []string{"server", "request"}, Trailing: "command",
 			Effect: op.Destructive,
+			HTTP:   []op.Route{{Method: "POST", Path: "/api/ask", Summary: "Ask the model for a tool call to propose (dry_run must be true; previous turns give context)", Body: true}},
 		}, Ask),
 		op.New(op.Meta{
 			Name: "servers_history", Path: []string{"servers", "history"},
@@ -93,6 +96,7 @@ func Ops() []op.Operation {
 			Description: "Each entry: target, tool, arguments, approval (approved: a person ran it; auto: an agent or program did), duration, outcome and the start of the result.",
 			Examples:    "lm servers history --target http://127.0.0.1:3001/mcp --limit 10",
 			Effect:      op.ReadOnly, Idempotent: true,
+			HTTP: []op.Route{{Method: "GET", Path: "/api/history", Summary: "The tool calls made, oldest first"}},
 		}, History),
 		op.New(op.Meta{
 			Name: "servers_history_rerun", Path: []string{"servers", "history", "rerun"},

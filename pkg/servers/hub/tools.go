@@ -53,7 +53,7 @@ func (h *Hub) Call(ctx context.Context, name string, arguments json.RawMessage) 
 	case err != nil:
 		return nil, op.Errorf(op.KindUnavailable, "%w", err)
 	case res.IsError:
-		return nil, op.Errorf(op.KindInternal, "tool %s failed: %s", name, toolErrorText(res)).WithCategory("tool_error")
+		return nil, op.Errorf(op.KindRemote, "tool %s failed: %s", name, toolErrorText(res))
 	case res.StructuredContent != nil:
 		return res.StructuredContent, nil
 	}

@@ -1,4 +1,4 @@
-package cli
+package gatewayd
 
 import "testing"
 
@@ -12,8 +12,8 @@ func TestReachableAddress(t *testing.T) {
 		"[::1]:7437":     "[::1]:7437",
 		"10.1.2.3:80":    "10.1.2.3:80",
 	} {
-		if got := reachable(addr); got != want {
-			t.Errorf("reachable(%q) = %q, want %q", addr, got, want)
+		if got := Reachable(addr); got != want {
+			t.Errorf("Reachable(%q) = %q, want %q", addr, got, want)
 		}
 	}
 }
