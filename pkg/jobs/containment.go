@@ -60,7 +60,9 @@ func (j Job) signal(sig syscall.Signal) {
 	if g, ok := j.cgroup(); ok && g.Signal(sig) == nil {
 		return
 	}
-	if j.PID != 0 {
+	// Group 1 would be kill(-1): every process lm may signal. No job's
+	// child is pid 1, whatever its record says.
+	if j.PID > 1 {
 		syscall.Kill(-j.PID, sig)
 	}
 }
