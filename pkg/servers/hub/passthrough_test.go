@@ -250,3 +250,46 @@ func waitForFile(t *testing.T, name string) {
 	}
 	t.Fatalf("%s did not appear", name)
 }
+
+// Crafted bodies reach no tool the endpoint does not serve: a tool the
+// server's filter denies, or another server's on a server's own endpoint,
+// whether the body hides it in a duplicate key, a key in other case, a
+// batch, _meta, a huge id or another method. The denied tool, had it
+// run, would have left its marker.
+func TestPassthroughCraftedBodiesReachNoDeniedTool(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "denied-tool-ran")
+	h, url := startHub(t, `{"mcpServers": {"plain": {`+childServer(t, "plain", nil)+`, "auto_start": true},
+		"shapes": {`+childServer(t, "shapes", map[string]string{"HANG_STARTED": marker})+`, "auto_start": true, "timeout": 5, "tools": {"deny": ["hang"]}}}}`)
+	for _, name := range []string{"plain", "shapes"} {
+		if s := settled(t, h, name); s.State != servers.Running {
+			t.Fatalf("%s: %+v", name, s)
+		}
+	}
+	session := map[string]string{"Mcp-Session-Id": "mcp-session-5d1c7f0e-2b3a-4c5d-8e9f-0a1b2c3d4e5f"}
+	// The session's first call goes the typed way; those after, the
+	// passthrough: each body is tried both ways.
+	post(t, url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plain__echo","arguments":{}}}`, session)
+	post(t, url+"/mcp/plain", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, session)
+	for _, c := range []struct{ path, body string }{
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__echo","name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"Name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang","_meta":{"progressToken":1}}}`},
+		{"/mcp", `[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}]`},
+		{"/mcp", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list","method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp/shapes", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang"}}`},
+		{"/mcp/plain", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp/plain", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","name":"hang"}}`},
+		{"/mcp/plain/tools/call", `{"name":"shapes__hang"}`},
+		{"/mcp/shapes/tools/call", `{"name":"hang"}`},
+	} {
+		status, body := post(t, url+c.path, c.body, session)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("POST %s %s ran the denied tool: %d %s", c.path, c.body, status, body)
+		}
+		if strings.Contains(body, `"result"`) && !strings.Contains(body, `"isError":true`) {
+			t.Errorf("POST %s %s answered a result: %d %s", c.path, c.body, status, body)
+		}
+	}
+}
