@@ -77,11 +77,13 @@ func TestSettingsApplyOnSave(t *testing.T) {
 
 // max_restarts bounds a crash loop: a server that ran healthy for the
 // stable period before it crashed starts a new budget, so crashes hours
-// apart never add up to "gave up".
+// apart never add up to "gave up". The child crashes 2 s after it starts,
+// so even on a loaded machine it is seen running for longer than the
+// shortened stable period before each crash.
 func TestRestartBudgetResetsAfterAStableRun(t *testing.T) {
 	defer func(p time.Duration) { stablePeriod = p }(stablePeriod)
 	stablePeriod = 200 * time.Millisecond
-	h, _ := startHub(t, `{"mcpServers": {"flaky": {`+childServer(t, "crash-after", map[string]string{"CRASH_AFTER": "600ms"})+
+	h, _ := startHub(t, `{"mcpServers": {"flaky": {`+childServer(t, "crash-after", map[string]string{"CRASH_AFTER": "2s"})+
 		`, "auto_start": true, "max_restarts": 1, "restart_delay": 0.05, "health_check_interval": 60}}}`)
 	seen := track(t, h, "flaky")
 	deadline := time.Now().Add(30 * time.Second)
