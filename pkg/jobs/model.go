@@ -58,7 +58,7 @@ type Job struct {
 	MaxRunning   int        `json:"max_running" jsonschema:"the concurrency limit the job was started under"`
 	PID          int        `json:"pid,omitempty"`
 	Supervisor   int        `json:"supervisor_pid,omitempty"`
-	Containment  string     `json:"containment,omitempty" jsonschema:"how lm holds every process of the job, to end them all: cgroup (a cgroup v2 of its own, which none can leave) or recorded (its process group and the processes its supervisor records)"`
+	Containment  string     `json:"containment,omitempty" jsonschema:"how lm holds every process of the job, to end them all: cgroup (a cgroup v2 of its own, which no fork, setsid or daemon leaves) or recorded (its process group and the processes its supervisor records)"`
 	Cgroup       string     `json:"cgroup,omitempty" jsonschema:"the job's cgroup directory (removed when the job ends)"`
 	StopAt       *time.Time `json:"stop_requested_at,omitempty"`
 	StopReason   string     `json:"stop_reason,omitempty"`
