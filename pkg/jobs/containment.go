@@ -55,8 +55,12 @@ func newCgroup(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
 
 // signal sends sig to every process of the job that lm can find: all in
 // its cgroup, else its process group. Each gets it once: a second SIGTERM
-// means "stop now" to many programs.
+// means "stop now" to many programs. A job of an earlier boot has no
+// processes left, and its pid may now be anyone's group.
 func (j Job) signal(sig syscall.Signal) {
+	if !j.sameBoot() {
+		return
+	}
 	if g, ok := j.cgroup(); ok && g.Signal(sig) == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,5 +120,39 @@ func signalPIDOneInside(t *testing.T) {
 	}
 	if !proc.Running(victim.Process.Pid) {
 		t.Fatal("reading a job whose record names pid 1 killed another process")
+	}
+}
+
+// A job recorded in an earlier boot of the machine has nothing left
+// running, whatever now has its pids: its supervisor's pid running again
+// does not keep it "running", and reading it signals no process group —
+// here a live process that took both pids stands for the reboot's reuse.
+func TestAJobOfAnEarlierBootEndsNothingNow(t *testing.T) {
+	if proc.BootID() == "" {
+		t.Skip("this kernel does not name its boots")
+	}
+	victim := exec.Command("sleep", "300")
+	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	ctx := context.Background()
+	home := t.TempDir()
+	env := &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
+	record := Job{ID: "j_E5F6", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
+		PID: victim.Process.Pid, Supervisor: victim.Process.Pid, Boot: "an-earlier-boot", Containment: Recorded}
+	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, record) }); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Status(ctx, env, IDInput{ID: "j_E5F6"})
+	if err != nil || out.Job.State != Failed {
+		t.Fatalf("a job of an earlier boot: %+v %v, want failed", out.Job, err)
+	}
+	if _, err := Stop(ctx, env, StopInput{ID: "j_E5F6"}); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if !proc.Running(victim.Process.Pid) {
+		t.Fatal("reading or stopping a job of an earlier boot killed the process group that now has its pid")
 	}
 }
