@@ -261,11 +261,27 @@ func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
 	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "PGPASSWORD") {
 		t.Fatalf("password in --store: %v %s", err, out)
 	}
-	cmd = exec.Command("lm", "queue", "list")
-	cmd.Env = append(lmEnv(home), "LM_STORE=postgres://lm:hunter2@127.0.0.1:1/lm?connect_timeout=2")
+	// The password may also be a parameter of the URL, as may the client
+	// key's (sslpassword): no message shows either.
+	cmd = exec.Command("lm", "--store", "postgres://lm@127.0.0.1:1/lm?password=hunter2", "queue", "list")
+	cmd.Env = lmEnv(home)
 	out, err = cmd.CombinedOutput()
-	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
-		t.Fatalf("unreachable database: %v %s", err, out)
+	if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 2 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "PGPASSWORD") {
+		t.Fatalf("password parameter in --store: %v %s", err, out)
+	}
+	for _, url := range []string{
+		"postgres://lm:hunter2@127.0.0.1:1/lm?connect_timeout=2",
+		"postgres://lm@127.0.0.1:1/lm?connect_timeout=2&password=hunter2",
+		"postgres://lm@127.0.0.1:1/lm?sslpassword=hunter2&connect_timeout=2",
+	} {
+		for _, args := range [][]string{{"queue", "list"}, {"store", "queue"}} {
+			cmd = exec.Command("lm", args...)
+			cmd.Env = append(lmEnv(home), "LM_STORE="+url)
+			out, err = cmd.CombinedOutput()
+			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
+				t.Fatalf("lm %s on an unreachable database: %v %s", strings.Join(args, " "), err, out)
+			}
+		}
 	}
 }
 

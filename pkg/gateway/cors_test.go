@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -184,5 +185,72 @@ func TestNoTicketsWithoutTokens(t *testing.T) {
 	g := start(t, gateway.Options{NoToken: true})
 	if code, body := g.do("POST", "/api/tickets", ""); code != 409 || body["error_category"] != "no_token" {
 		t.Fatalf("POST /api/tickets without tokens: %d %v", code, body)
+	}
+}
+
+// What a local process without a token, an agent, and a page on another
+// origin try with tickets and CORS, and get nothing from.
+func TestTicketsAndOriginsRefuseWhatTheyWereNotGiven(t *testing.T) {
+	g := start(t, gateway.Options{AllowOrigins: []string{otherOrigin}})
+	agent := g.agentHeaders("claude")["Authorization"]
+	port := g.url[strings.LastIndex(g.url, ":")+1:]
+
+	// No token, or one the gateway does not know, mints nothing.
+	for _, auth := range []string{"", "Bearer lmt_forged", "Bearer " + personToken + "x"} {
+		if code, body := g.do("POST", "/api/tickets", "", "Authorization", auth); code != 401 || body["ticket"] != nil {
+			t.Errorf("POST /api/tickets with %q: %d %v", auth, code, body)
+		}
+	}
+	// A ticket does not stand in for a token a request does send, nor
+	// open a stream by any method but GET.
+	if res := g.raw("GET", "/api/events?ticket="+g.ticketFor(agent), "Authorization", "Bearer lmt_forged"); res.StatusCode != 401 {
+		t.Errorf("a ticket beside an unknown token: %d", res.StatusCode)
+	}
+	ticket := g.ticketFor(agent)
+	if code, _ := g.do("POST", "/sse?ticket="+ticket, "{}", "Authorization", ""); code != 401 && code != 405 {
+		t.Errorf("POST /sse with a ticket: %d", code)
+	}
+	// An agent's ticket is the agent's: the person's routes refuse it.
+	if res := g.raw("GET", "/api/events?ticket="+ticket, "Accept", "text/event-stream"); res.StatusCode != 200 {
+		t.Fatalf("the agent's ticket on its stream: %d", res.StatusCode)
+	}
+	marker := "added by a ticket"
+	if code, _ := g.do("POST", "/api/servers?ticket="+g.ticketFor(agent), `{"name":"evil","command":["true"]}`, "Authorization", ""); code != 401 {
+		t.Errorf("POST /api/servers with an agent's ticket: %d", code)
+	}
+	if code, _ := g.do("POST", "/api/instructions?ticket="+g.ticketFor(g.auth()), `{"content":"`+marker+`"}`, "Authorization", ""); code != 401 {
+		t.Errorf("POST /api/instructions with the person's ticket: %d", code)
+	}
+
+	// Origins that look like the gateway's or the allowed one, "null"
+	// (sandboxed frames, file: pages) and case or slash variants get no
+	// CORS and no answer.
+	for _, origin := range []string{
+		"http://127.0.0.1:" + port + ".evil.example", "http://127.0.0.1:80.evil", "http://evil.example#@127.0.0.1:" + port,
+		"http://localhost:5173.evil.example", "http://evil.localhost:5173", otherOrigin + "/", "HTTP://LOCALHOST:5173", "null",
+	} {
+		for _, method := range []string{"OPTIONS", "GET", "POST"} {
+			res := g.raw(method, "/api/instructions", "Origin", origin, "Access-Control-Request-Method", "POST", "Authorization", g.auth(), "Content-Type", "application/json")
+			if res.StatusCode != 403 || res.Header.Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s from %q: %d, Allow-Origin %q", method, origin, res.StatusCode, res.Header.Get("Access-Control-Allow-Origin"))
+			}
+		}
+	}
+	// The allowed origin's preflight passes without a token; what follows
+	// it still needs one.
+	if res := g.raw("OPTIONS", "/api/instructions", "Origin", otherOrigin, "Access-Control-Request-Method", "POST"); res.StatusCode != 204 {
+		t.Fatalf("the allowed origin's preflight: %d", res.StatusCode)
+	}
+	if code, _ := g.do("POST", "/api/instructions", `{"content":"`+marker+`"}`, "Origin", otherOrigin, "Authorization", ""); code != 401 {
+		t.Errorf("the allowed origin's POST without a token: %d", code)
+	}
+	// A rebound name is refused whatever the origin says.
+	for _, host := range []string{"rebound.example:" + port, "localhost.:" + port, "127.0.0.1.nip.io:" + port} {
+		if code, body := g.do("GET", "/api/status", "", "Host", host, "Origin", otherOrigin); code != 403 || body["error_category"] != "forbidden_host" {
+			t.Errorf("Host %s: %d %v", host, code, body)
+		}
+	}
+	if code, body := g.do("GET", "/api/instructions?status=all", ""); code != 200 || strings.Contains(fmt.Sprint(body), marker) {
+		t.Fatalf("the queue after the tries: %d %v", code, body)
 	}
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"log/slog"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -44,7 +45,7 @@ func newCgroup(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
 		log.Info("cgroups are off: the job's processes are recorded instead", "switch", cgroupSwitch)
 		return nil
 	}
-	g, err := cgroup.New("lm-" + id)
+	g, err := cgroup.New(cgroupName(id))
 	if err != nil {
 		log.Info("no cgroup for the job: its processes are recorded instead", "reason", err)
 		return nil
@@ -54,12 +55,18 @@ func newCgroup(env *op.Env, log *slog.Logger, id string) *cgroup.Group {
 
 // signal sends sig to every process of the job that lm can find: all in
 // its cgroup, else its process group. Each gets it once: a second SIGTERM
-// means "stop now" to many programs.
+// means "stop now" to many programs. A job of an earlier boot has no
+// processes left, and its pid may now be anyone's group.
 func (j Job) signal(sig syscall.Signal) {
+	if !j.sameBoot() {
+		return
+	}
 	if g, ok := j.cgroup(); ok && g.Signal(sig) == nil {
 		return
 	}
-	if j.PID != 0 {
+	// Group 1 would be kill(-1): every process lm may signal. No job's
+	// child is pid 1, whatever its record says.
+	if j.PID > 1 {
 		syscall.Kill(-j.PID, sig)
 	}
 }
@@ -72,10 +79,17 @@ func (j Job) removeCgroup() {
 	}
 }
 
+// cgroup is the job's cgroup, as its record names it. Only the one lm
+// made for this job (see newCgroup) is: its processes are killed and the
+// cgroups below it removed, so a record naming any other (the lm
+// process's own, a parent, another job's) names nothing.
 func (j Job) cgroup() (cgroup.Group, bool) {
-	if j.Cgroup == "" {
+	if j.Cgroup == "" || filepath.Clean(j.Cgroup) != j.Cgroup || filepath.Base(j.Cgroup) != cgroupName(j.ID) {
 		return cgroup.Group{}, false
 	}
 	g, err := cgroup.At(j.Cgroup)
 	return g, err == nil
 }
+
+// cgroupName is the name of job id's cgroup.
+func cgroupName(id string) string { return "lm-" + id }

@@ -58,10 +58,21 @@ type Job struct {
 	MaxRunning   int        `json:"max_running" jsonschema:"the concurrency limit the job was started under"`
 	PID          int        `json:"pid,omitempty"`
 	Supervisor   int        `json:"supervisor_pid,omitempty"`
-	Containment  string     `json:"containment,omitempty" jsonschema:"how lm holds every process of the job, to end them all: cgroup (a cgroup v2 of its own, which none can leave) or recorded (its process group and the processes its supervisor records)"`
+	Boot         string     `json:"boot_id,omitempty" jsonschema:"the machine's boot the job ran in: after a reboot nothing of it runs, whatever now has its pids"`
+	Containment  string     `json:"containment,omitempty" jsonschema:"how lm holds every process of the job, to end them all: cgroup (a cgroup v2 of its own, which no fork, setsid or daemon leaves) or recorded (its process group and the processes its supervisor records)"`
 	Cgroup       string     `json:"cgroup,omitempty" jsonschema:"the job's cgroup directory (removed when the job ends)"`
 	StopAt       *time.Time `json:"stop_requested_at,omitempty"`
 	StopReason   string     `json:"stop_reason,omitempty"`
+}
+
+// sameBoot reports whether the job ran in this boot of the machine (a
+// record from before boot ids were kept is taken to have).
+func (j Job) sameBoot() bool { return j.Boot == "" || j.Boot == proc.BootID() }
+
+// supervisorGone reports whether the job's supervisor no longer runs: its
+// pid is free, or the machine rebooted since (when the pid may be anyone's).
+func (j Job) supervisorGone() bool {
+	return j.Supervisor != 0 && (!j.sameBoot() || !proc.Running(j.Supervisor))
 }
 
 // Terminal reports whether the job has ended.
@@ -176,7 +187,7 @@ func refresh(ctx context.Context, env *op.Env, j Job) (Job, error) {
 		}
 		f.Close()
 	}
-	if j.Supervisor != 0 && !proc.Running(j.Supervisor) {
+	if j.supervisorGone() {
 		return markLost(ctx, env, j.ID)
 	}
 	return j, nil
@@ -194,15 +205,18 @@ func markLost(ctx context.Context, env *op.Env, id string) (Job, error) {
 		if !ok {
 			return op.Errorf(op.KindNotFound, "no job %q", id)
 		}
-		if !r.Terminal() && r.Supervisor != 0 && !proc.Running(r.Supervisor) {
+		if !r.Terminal() && r.supervisorGone() {
 			now := env.Now().UTC()
 			r.State, r.FinishedAt = Failed, &now
 			r.Error = fmt.Sprintf("its supervisor (pid %d) is gone", r.Supervisor)
 			// Leave nothing of the job running unobserved: its cgroup, its
 			// process group, and what the supervisor recorded of those that
-			// left it.
+			// left it (none after a reboot, when its pids may name anyone's
+			// processes).
 			r.signal(syscall.SIGKILL)
-			endRecorded(env.Home, r.ID)
+			if r.sameBoot() {
+				endRecorded(env.Home, r.ID)
+			}
 			if err := put(tx, r); err != nil {
 				return err
 			}

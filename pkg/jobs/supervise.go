@@ -206,12 +206,12 @@ func claimSlot(ctx context.Context, env *op.Env, id string) (bool, error) {
 				if j.Supervisor == 0 {
 					// Registered, a dead supervisor no longer holds the
 					// job's place in line, and readers mark the job failed.
-					j.Supervisor = os.Getpid()
+					j.Supervisor, j.Boot = os.Getpid(), proc.BootID()
 					return put(tx, j)
 				}
 				return nil
 			}
-			j.State, j.StartedAt, j.Supervisor = Running, &now, os.Getpid()
+			j.State, j.StartedAt, j.Supervisor, j.Boot = Running, &now, os.Getpid(), proc.BootID()
 			claimed = true
 			return put(tx, j)
 		})

@@ -66,6 +66,17 @@ func Running(pid int) bool {
 	return err != nil || s.State != 'Z'
 }
 
+// BootID names this boot of the machine ("" where the kernel does not
+// say): a pid or start time recorded in another boot names nothing that
+// still runs, even when a process of this boot happens to have it.
+func BootID() string {
+	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(data))
+}
+
 // Process names one process across pid reuse: its pid and start time.
 type Process struct {
 	PID   int    `json:"pid"`

@@ -46,11 +46,21 @@ type Storage struct {
 	hub      hub
 }
 
-// Redact masks the password of a database URL, for every message and log.
+// Redact masks the password of a database URL, for every message and log:
+// the one in its user information and those its parameters carry
+// (password, and sslpassword, which unlocks the client's key).
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "a database URL that does not parse"
+	}
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		for _, k := range []string{"password", "sslpassword"} {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+			}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -31,7 +31,8 @@ import (
 // forwarding notifications). It goes through the same forward as every
 // other call, so the breaker, the timeout, cancellation and the activity
 // log are the ones the typed path has; a client's notifications/cancelled
-// ends a call of either way, and /mcp's hooks see each call.
+// ends a call of either way (without a session, only its own caller's), and
+// /mcp's hooks see each call.
 //
 // It takes only what it can answer exactly as the transport would; every
 // other request, and every call that needs the hub to look inside it, goes
@@ -58,9 +59,12 @@ type passthrough struct {
 	// own is the server whose endpoint this is; nil on /mcp.
 	own   *child
 	fresh freshSessions
-	// inFlight cancels the calls in progress, by session and request id,
-	// when their client sends notifications/cancelled.
+	// inFlight cancels the calls in progress, by caller, session and
+	// request id, when their client sends notifications/cancelled.
 	inFlight sync.Map
+	// typed counts the requests without a session that went the typed
+	// way and are in progress, by caller and request id: see ServeHTTP.
+	typed typedCalls
 }
 
 // Passthrough wraps /mcp's transport (next) so that calls of the servers'
@@ -82,10 +86,23 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
+	caller, _ := op.CallerFrom(r.Context())
 	call, ok := parseToolCall(body)
 	if !ok {
 		// A cancellation may be for a call of either way: both hear it.
-		p.cancel(session, body)
+		// Without a session the transport knows a call by its id alone,
+		// so a cancellation reaches it only from the caller who has a
+		// call of that id in progress: another caller's small integer
+		// ids would otherwise end this one's calls.
+		if id, cancels := cancellation(body); cancels {
+			p.cancel(caller, session, id)
+			if session == "" && !p.typed.has(caller, id) {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+		} else if id, ok := requestID(body); ok && session == "" {
+			defer p.typed.hold(caller, id)()
+		}
 		p.next.ServeHTTP(w, r)
 		return
 	}
@@ -104,18 +121,19 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.next.ServeHTTP(w, r)
 		return
 	}
-	p.answer(w, r, c, call, upstream, session)
+	p.answer(w, r, c, call, upstream, session, caller)
 }
 
-// inFlightKey names a call as the transport's cancellation does: its
-// session and its id as JSON decodes it.
-func inFlightKey(session string, id any) string { return fmt.Sprintf("%s:%v", session, id) }
+// inFlightKey names a call as the transport's cancellation does, its
+// session and its id as JSON decodes it, and by its caller besides.
+func inFlightKey(caller op.Caller, session string, id any) string {
+	return fmt.Sprintf("%d/%s:%s:%v", caller.Role, caller.Name, session, id)
+}
 
-// cancel ends the call a notifications/cancelled in body names, if it is
-// one of the passthrough's in progress.
-func (p *passthrough) cancel(session string, body []byte) {
+// cancellation is the request id a notifications/cancelled in body names.
+func cancellation(body []byte) (any, bool) {
 	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
-		return
+		return nil, false
 	}
 	var n struct {
 		Method string `json:"method"`
@@ -124,17 +142,65 @@ func (p *passthrough) cancel(session string, body []byte) {
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
-		return
+		return nil, false
 	}
-	if cancel, ok := p.inFlight.LoadAndDelete(inFlightKey(session, n.Params.RequestID)); ok {
+	return n.Params.RequestID, true
+}
+
+// requestID is the id of the one JSON-RPC request in body.
+func requestID(body []byte) (any, bool) {
+	var msg struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.ID == nil || msg.Method == "" {
+		return nil, false
+	}
+	return msg.ID, true
+}
+
+// cancel ends the passthrough's call in progress that caller's
+// cancellation of request id in session names, if there is one.
+func (p *passthrough) cancel(caller op.Caller, session string, id any) {
+	if cancel, ok := p.inFlight.LoadAndDelete(inFlightKey(caller, session, id)); ok {
 		(*cancel.(*context.CancelFunc))()
 	}
+}
+
+// typedCalls counts calls in progress by caller and request id.
+type typedCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// hold counts a call in; the function returned counts it out.
+func (t *typedCalls) hold(caller op.Caller, id any) func() {
+	key := inFlightKey(caller, "", id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == nil {
+		t.n = map[string]int{}
+	}
+	t.n[key]++
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.n[key]--; t.n[key] == 0 {
+			delete(t.n, key)
+		}
+	}
+}
+
+func (t *typedCalls) has(caller op.Caller, id any) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n[inFlightKey(caller, "", id)] > 0
 }
 
 // answer forwards the call and writes the JSON-RPC response as the
 // transport would: 200 with application/json, the caller's id as it sent
 // it.
-func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream, session string) {
+func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream, session string, caller op.Caller) {
 	// The id as the transport decodes it: hooks get it, and cancellations
 	// name the call by it.
 	var id any
@@ -143,7 +209,7 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 	defer cancel()
 	// By pointer: a client that reuses an id while its call runs must not
 	// take the other call's entry away.
-	key, entry := inFlightKey(session, id), &cancel
+	key, entry := inFlightKey(caller, session, id), &cancel
 	p.inFlight.Store(key, entry)
 	defer p.inFlight.CompareAndDelete(key, entry)
 	hooks := p.hooks()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -18,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/mcpx"
+	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
 )
 
@@ -249,4 +252,106 @@ func waitForFile(t *testing.T, name string) {
 		}
 	}
 	t.Fatalf("%s did not appear", name)
+}
+
+// Crafted bodies reach no tool the endpoint does not serve: a tool the
+// server's filter denies, or another server's on a server's own endpoint,
+// whether the body hides it in a duplicate key, a key in other case, a
+// batch, _meta, a huge id or another method. The denied tool, had it
+// run, would have left its marker.
+func TestPassthroughCraftedBodiesReachNoDeniedTool(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "denied-tool-ran")
+	h, url := startHub(t, `{"mcpServers": {"plain": {`+childServer(t, "plain", nil)+`, "auto_start": true},
+		"shapes": {`+childServer(t, "shapes", map[string]string{"HANG_STARTED": marker})+`, "auto_start": true, "timeout": 5, "tools": {"deny": ["hang"]}}}}`)
+	for _, name := range []string{"plain", "shapes"} {
+		if s := settled(t, h, name); s.State != servers.Running {
+			t.Fatalf("%s: %+v", name, s)
+		}
+	}
+	session := map[string]string{"Mcp-Session-Id": "mcp-session-5d1c7f0e-2b3a-4c5d-8e9f-0a1b2c3d4e5f"}
+	// The session's first call goes the typed way; those after, the
+	// passthrough: each body is tried both ways.
+	post(t, url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"plain__echo","arguments":{}}}`, session)
+	post(t, url+"/mcp/plain", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`, session)
+	for _, c := range []struct{ path, body string }{
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__echo","name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"Name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang","_meta":{"progressToken":1}}}`},
+		{"/mcp", `[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}]`},
+		{"/mcp", `{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/list","method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp/shapes", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang"}}`},
+		{"/mcp/plain", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"shapes__hang"}}`},
+		{"/mcp/plain", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","name":"hang"}}`},
+		{"/mcp/plain/tools/call", `{"name":"shapes__hang"}`},
+		{"/mcp/shapes/tools/call", `{"name":"hang"}`},
+	} {
+		status, body := post(t, url+c.path, c.body, session)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("POST %s %s ran the denied tool: %d %s", c.path, c.body, status, body)
+		}
+		if strings.Contains(body, `"result"`) && !strings.Contains(body, `"isError":true`) {
+			t.Errorf("POST %s %s answered a result: %d %s", c.path, c.body, status, body)
+		}
+	}
+}
+
+// Without a session a call is known by its id alone, and agents number
+// their calls from 1: one agent's notifications/cancelled must not end
+// another's call of the same id, the passthrough's or the transport's.
+// The other's call runs on to its timeout; its own caller's cancellation
+// still ends it.
+func TestACancellationWithoutSessionEndsOnlyItsCallersCall(t *testing.T) {
+	dir := t.TempDir()
+	started, cancelled := filepath.Join(dir, "started"), filepath.Join(dir, "cancelled")
+	h, _ := startHub(t, `{"settings": {"cb_failure_threshold": 100}, "mcpServers": {"shapes": {`+
+		childServer(t, "shapes", map[string]string{"HANG_STARTED": started, "HANG_CANCELLED": cancelled})+`, "auto_start": true, "timeout": 2}}}`)
+	if s := settled(t, h, "shapes"); s.State != servers.Running {
+		t.Fatalf("shapes: %+v", s)
+	}
+	// As the gateway mounts /mcp, behind the callers its tokens name.
+	sessions := mcpx.Sessions{}
+	agg, own := h.Passthrough(sessions, sessions.Server(h.aggregate)), h.Handler(sessions)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		caller := op.Caller{Role: op.RoleAgent, Name: r.Header.Get("X-Agent")}
+		r = r.WithContext(op.WithCaller(r.Context(), caller))
+		if r.URL.Path == "/mcp" {
+			agg.ServeHTTP(w, r)
+			return
+		}
+		own.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cancel9 := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`
+	hang := func(path, call, canceller string) string {
+		os.Remove(started)
+		answer := make(chan string, 1)
+		go func() {
+			_, body := postQuietly(srv.URL+path, call, map[string]string{"X-Agent": "victim"})
+			answer <- body
+		}()
+		waitForFile(t, started)
+		if status, body := post(t, srv.URL+path, cancel9, map[string]string{"X-Agent": canceller}); status != http.StatusAccepted {
+			t.Fatalf("notifications/cancelled from %s: %d %s", canceller, status, body)
+		}
+		select {
+		case body := <-answer:
+			return body
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the call was not answered", path)
+			return ""
+		}
+	}
+	for _, endpoint := range []struct{ path, tool string }{{"/mcp/shapes", "hang"}, {"/mcp", "shapes__hang"}} {
+		call := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + endpoint.tool + `"}}`
+		for _, way := range []struct{ name, call string }{{"passthrough", call}, {"typed", typedWay(call)}} {
+			if body := hang(endpoint.path, way.call, "intruder"); strings.Contains(body, "context canceled") || !strings.Contains(body, "within 2s") {
+				t.Errorf("%s %s: another agent's cancellation ended the call: %s", endpoint.path, way.name, body)
+			}
+			if body := hang(endpoint.path, way.call, "victim"); !strings.Contains(body, "context canceled") {
+				t.Errorf("%s %s: its own agent's cancellation did not end the call: %s", endpoint.path, way.name, body)
+			}
+		}
+	}
 }

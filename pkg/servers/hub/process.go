@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,11 +29,21 @@ const stopGrace = 3 * time.Second
 type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
-	stdout io.ReadCloser
+	stdout io.Reader // its messages, one a line, each at most maxMessageBytes
 	stderr *ring
 	exited chan struct{} // closed when the process has been waited for
 	err    error         // its exit status, once exited is closed
+	// oversized is set when the child wrote a line longer than
+	// maxMessageBytes, for which it was killed.
+	oversized atomic.Bool
 }
+
+// maxMessageBytes bounds one JSON-RPC message from a stdio child. The
+// transport holds a line in memory until its newline: without a bound, a
+// child that writes without ever ending its line (a bug, or a hostile
+// package) takes the gateway's memory with it. Far above any real tool
+// result (a large image, base64-encoded, is a few MiB).
+const maxMessageBytes = 32 << 20
 
 // lifelineScript starts a server's command as the leader of its own
 // process group beside a watcher that kills the whole group once the
@@ -78,7 +89,8 @@ func spawn(home string, environ []string, name string, s *servers.Server, scrub 
 	if err != nil {
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
 	}
-	p := &process{cmd: cmd, stdin: stdin, stdout: stdout, stderr: &ring{max: 8 << 10}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: stdin, stderr: &ring{max: 8 << 10}, exited: make(chan struct{})}
+	p.stdout = &boundedLines{r: stdout, max: maxMessageBytes, over: p.killOversized}
 	size, err := logSize(home)
 	if err != nil {
 		return nil, errors.Join(err, lifeline.Close(), keep.Close())
@@ -127,8 +139,19 @@ func (p *process) terminate() {
 	<-p.exited
 }
 
+// killOversized ends a child whose line passed maxMessageBytes: what it
+// writes next cannot be read as messages, and its group goes with it, as
+// on a stop.
+func (p *process) killOversized() {
+	p.oversized.Store(true)
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
 // exitText describes how the process ended.
 func (p *process) exitText() string {
+	if p.oversized.Load() {
+		return fmt.Sprintf("killed: it wrote a message longer than %d MiB, the most the gateway reads", maxMessageBytes>>20)
+	}
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -140,6 +163,36 @@ func (p *process) exitText() string {
 		return p.err.Error()
 	}
 	return "exit status 0"
+}
+
+// boundedLines reads r, failing once a line runs past max bytes without
+// its newline; over is called then, once.
+type boundedLines struct {
+	r    io.Reader
+	max  int
+	run  int // bytes since the last newline
+	over func()
+	err  error
+}
+
+var errMessageTooLong = errors.New("message too long")
+
+func (b *boundedLines) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.r.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		b.run = n - i - 1
+	} else {
+		b.run += n
+	}
+	if b.run > b.max {
+		b.err = fmt.Errorf("%w: more than %d bytes without a newline", errMessageTooLong, b.max)
+		b.over()
+		return 0, b.err
+	}
+	return n, err
 }
 
 // scrubbedLines passes whole lines to w with secret values hidden, so a

@@ -379,3 +379,35 @@ func TestStderrLogSizeIsChecked(t *testing.T) {
 		t.Fatalf("no config: %d %v", n, err)
 	}
 }
+
+// A child that writes a line without end is killed once the line passes
+// what the gateway reads of one message: the call fails instead of the
+// gateway's memory filling, the status says why, and the server restarts.
+func TestAChildsEndlessLineIsCut(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"endless": {`+childServer(t, "endless", nil)+`, "auto_start": true, "restart_delay": 0.05, "timeout": 120}}}`)
+	before := settled(t, h, "endless")
+	if before.State != servers.Running {
+		t.Fatalf("endless: %+v", before)
+	}
+	cl := connect(t, url+"/mcp/endless")
+	if r, err := call(t, cl, "endless", nil); err == nil && !r.IsError {
+		t.Fatalf("a call answered with an endless line succeeded: %d bytes", len(text(r)))
+	}
+	var after servers.Status
+	for i := 0; i < 600; i++ { // the restart takes a moment; bounded at a minute
+		after = h.child("endless").status()
+		if after.State == servers.Running && after.Pid != before.Pid {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after.State != servers.Running || after.Pid == before.Pid || !strings.Contains(after.LastExit, "longer than 32 MiB") {
+		t.Fatalf("after the endless line: %+v", after)
+	}
+	if _, err := syscall.Getpgid(before.Pid); err == nil {
+		t.Errorf("the child that wrote the endless line (pid %d) still runs", before.Pid)
+	}
+	if r, err := call(t, connect(t, url+"/mcp/endless"), "echo", map[string]any{"message": "again"}); err != nil || text(r) != "Echo: again" {
+		t.Fatalf("after the restart: %+v %v", r, err)
+	}
+}

@@ -54,6 +54,8 @@ func childServer(t testing.TB, kind string, env map[string]string) string {
 //     nanoseconds, different at every read;
 //   - crash-after: exits with status 3 after $CRASH_AFTER (a duration)
 //     of serving;
+//   - endless: its tool endless begins its answer and writes on without
+//     ever ending the line (40 MiB), then waits;
 //   - grandchild: starts a process that ignores SIGTERM, writes its pid to
 //     $GRANDCHILD_PID, and itself ignores SIGTERM and outlasts the end of
 //     its stdin (as a stuck server would).
@@ -107,6 +109,18 @@ func serveAsChild(kind string) {
 	case "clock":
 		s.AddResource(mcp.NewResource("clock://now", "now"), func(_ context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: req.Params.URI, Text: strconv.FormatInt(time.Now().UnixNano(), 10)}}, nil
+		})
+	case "endless":
+		s.AddTool(mcp.NewTool("endless"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			io.WriteString(os.Stdout, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`)
+			chunk := strings.Repeat("a", 1<<20)
+			for range 40 {
+				if _, err := io.WriteString(os.Stdout, chunk); err != nil {
+					break
+				}
+			}
+			<-ctx.Done()
+			return nil, ctx.Err()
 		})
 	case "crash-after":
 		after, err := time.ParseDuration(os.Getenv("CRASH_AFTER"))
