@@ -166,6 +166,24 @@ func TestPostgresWaiterWakesOnAnotherMachinesAdd(t *testing.T) {
 	}
 }
 
+// TestPostgresPrintedDeliveryIsAcknowledged: a `lm queue next` that
+// printed its instruction and exited has acknowledged it, so the consumed
+// instruction is not marked delivery_unconfirmed although its consumer is
+// gone (TestPostgresKilledClaimersLeaveNothingBetween has the other side).
+func TestPostgresPrintedDeliveryIsAcknowledged(t *testing.T) {
+	url := teamDatabase(t)
+	env := teamEnv(t.TempDir(), url)
+	runLMEnv(t, env, "", "queue", "config", "default_wait_seconds=0")
+	runLMEnv(t, env, "", "queue", "add", "printed")
+	if out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "next", "-r", "--jq", ".instruction.content"); out != "printed\n" {
+		t.Fatalf("lm queue next printed %q", out)
+	}
+	out, _ := runLMEnv(t, env, "", "queue", "list", "--status", "consumed", "-r", "--jq", `.items[] | "\(.content) \(.delivery_unconfirmed // false)"`)
+	if out != "printed false\n" {
+		t.Fatalf("after the delivery was printed: %q", out)
+	}
+}
+
 // TestPostgresKilledClaimersLeaveNothingBetween SIGKILLs adders and
 // claimers at random moments: every instruction ends pending, or consumed
 // with its agent and time, and none is both lost and unlisted.

@@ -82,9 +82,12 @@ func agentsOnDatabase(cluster *pgtest.Cluster, lm string) error {
 	return nil
 }
 
-const (
-	benchClaims   = 2000
-	benchClaimers = 8
+const benchClaimers = 8
+
+// benchClaims and wakeupTrials can be lowered on a busy machine.
+var (
+	benchClaims  = envInt("LMBENCH_PG_CLAIMS", 2000)
+	wakeupTrials = envInt("LMBENCH_PG_WAKEUPS", 100)
 )
 
 // claimThroughput races benchClaimers get_user_request loops (in one
@@ -156,7 +159,7 @@ func claimThroughput(cluster *pgtest.Cluster) error {
 	if err != nil {
 		return err
 	}
-	lmRate, bareRate := benchClaims/lmTime.Seconds(), benchClaims/bareTime.Seconds()
+	lmRate, bareRate := float64(benchClaims)/lmTime.Seconds(), float64(benchClaims)/bareTime.Seconds()
 	fmt.Printf("Claims of %d instructions by %d concurrent claimers on one database: `get_user_request` (claim, agent activity, events, NOTIFY, acknowledgement) against a bare `SELECT … FOR UPDATE SKIP LOCKED` + `UPDATE` loop in Go:\n\n", benchClaims, benchClaimers)
 	fmt.Println("| lm claims/s | bare loop claims/s | ratio | target |")
 	fmt.Println("|---|---|---|---|")
@@ -195,7 +198,7 @@ func claimAll(claim func(agent int) (bool, error)) (time.Duration, error) {
 	if first != nil {
 		return 0, first
 	}
-	if n := taken.Load(); n != benchClaims {
+	if n := taken.Load(); n != int64(benchClaims) {
 		return 0, fmt.Errorf("%d claims of %d instructions", n, benchClaims)
 	}
 	return elapsed, nil
@@ -219,7 +222,7 @@ func remoteWakeup(cluster *pgtest.Cluster, lm string) error {
 	if err := command(adder, lm, at("queue", "config", "default_wait_seconds=30")...).Run(); err != nil {
 		return err
 	}
-	const n = 100
+	n := wakeupTrials
 	var lat []time.Duration
 	for i := range n {
 		b := command(waiter, lm, at("queue", "next", "--agent-id", "b")...)

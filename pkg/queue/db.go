@@ -358,6 +358,15 @@ func consumedKey(r Record) []byte {
 	return append(u64(uint64(r.ConsumedAt.UnixNano())), r.ID...)
 }
 
+func (t *boltTx) Acknowledge(id string) error {
+	r, ok := t.Get(id)
+	if !ok || !r.Unacknowledged {
+		return nil
+	}
+	r.Unacknowledged, r.Consumer = false, nil
+	return t.Replace(r)
+}
+
 func (t *boltTx) Remove(r Record) error {
 	old, err := t.current(r)
 	if err != nil {

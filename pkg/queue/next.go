@@ -89,8 +89,6 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
 				deadline = start.Add(wait)
 			}
-			a, _ := t.Agent(agent)
-			a.AgentID, a.LastSeenAt = agent, t.now
 			if current.Load() != gen {
 				return nil // superseded: take nothing
 			}
@@ -99,7 +97,9 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 				if err != nil {
 					return err
 				}
-				a.LastFetchAt, a.LastResultType, a.WaitingUntil = &t.now, ResultInstruction, nil
+				// A delivery sets every field of the agent's record:
+				// nothing stored needs reading first.
+				a := Agent{AgentID: agent, LastSeenAt: t.now, LastFetchAt: &t.now, LastResultType: ResultInstruction}
 				if err := t.PutAgent(a); err != nil {
 					return err
 				}
@@ -120,7 +120,8 @@ func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
 			if !first {
 				return nil
 			}
-			a.WaitingUntil = &deadline
+			a, _ := t.Agent(agent)
+			a.AgentID, a.LastSeenAt, a.WaitingUntil = agent, t.now, &deadline
 			if err := t.PutAgent(a); err != nil {
 				return err
 			}

@@ -22,14 +22,13 @@ var self = sync.OnceValue(func() *proc.Process {
 func acknowledge(env *op.Env, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), env.Store.LockTimeout)
 	defer cancel()
-	update(ctx, env, func(t *tx) error {
-		r, ok := t.Get(id)
-		if !ok || !r.Unacknowledged {
-			return nil
-		}
-		r.Unacknowledged, r.Consumer = false, nil
-		return t.Replace(r)
-	})
+	s, err := storage(ctx, env)
+	if err != nil {
+		return
+	}
+	// Straight to the storage: a queue with a consumed instruction has its
+	// settings stored already, so nothing needs reading first.
+	s.Update(ctx, func(t Tx) error { return t.Acknowledge(id) })
 }
 
 // Requeue puts a consumed instruction back at the head of the queue: for

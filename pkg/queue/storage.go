@@ -78,6 +78,11 @@ type Tx interface {
 	// r.Version — another transaction changed it meanwhile — is
 	// ErrConflict, and nothing is written.
 	Replace(r Record) error
+	// Acknowledge records that the agent a consumed instruction went to
+	// has received it: it clears Unacknowledged and Consumer and bumps the
+	// version, without an event. An instruction that is not awaiting its
+	// acknowledgement (requeued, deleted, acknowledged) is left alone.
+	Acknowledge(id string) error
 	// Remove deletes the instruction, under the same version check.
 	Remove(r Record) error
 	// Reorder gives the pending instructions the order of ids. before is

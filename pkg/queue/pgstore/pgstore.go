@@ -17,7 +17,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -130,7 +129,8 @@ func (s *Storage) Close() {
 
 func (s *Storage) Identity() string { return s.identity }
 
-// Update runs fn in one READ COMMITTED transaction. A deadlock or
+// Update runs fn in one READ COMMITTED transaction (see [tx] for how it
+// spares round trips). A deadlock or
 // serialization failure PostgreSQL reports is retried from the start a few
 // times, since fn only reads and writes through the transaction.
 func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
@@ -149,24 +149,26 @@ func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
 }
 
 func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) error {
-	mode := pgx.ReadOnly
-	if write {
-		mode = pgx.ReadWrite
-	}
-	ptx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: mode})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fault(err)
 	}
-	t := &tx{ctx: ctx, tx: ptx, write: write}
+	// A connection left inside a transaction (a COMMIT that never came
+	// back) is closed by the pool rather than reused.
+	defer conn.Release()
+	// A read runs without a transaction, and a write opens one only when
+	// it must (see tx): at READ COMMITTED each statement sees what is
+	// committed when it starts, inside one or not.
+	t := &tx{ctx: ctx, conn: conn.Conn(), write: write}
 	err = fn(t)
 	if err == nil {
 		err = t.err
 	}
 	if err == nil && write {
-		err = t.flush()
+		err = t.commit()
 	}
 	if err != nil {
-		ptx.Rollback(context.WithoutCancel(ctx))
+		t.rollback()
 		if t.claimed {
 			// Waiters that found the head reserved by this transaction
 			// went to sleep; it is theirs again.
@@ -174,7 +176,7 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 		}
 		return s.fault(err)
 	}
-	return s.fault(ptx.Commit(ctx))
+	return nil
 }
 
 // fault turns what the database or the network reported into the error

@@ -18,19 +18,41 @@ import (
 // append after the same last instruction.
 const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
 
-// tx implements [queue.Tx] on a pgx transaction. Queries that fail leave
-// zero values and the first error in err, as the interface asks.
+// tx implements [queue.Tx] on one connection. Queries that fail leave zero
+// values and the first error in err, as the interface asks.
+//
+// Round trips and statements are what a transaction mostly costs, so it
+// makes as few as it can. At READ COMMITTED a plain read sees the same
+// inside a transaction as outside, so reads run on their own until the
+// first write or lock opens the transaction; its BEGIN goes with that
+// statement. Writes whose result no one reads wait in queued and go with
+// the next statement, and the last of them with the COMMIT — or, in a
+// transaction never opened, as one batch, which PostgreSQL runs as one
+// implicit transaction. A claim takes three round trips, an
+// acknowledgement two.
 type tx struct {
-	ctx     context.Context
-	tx      pgx.Tx
-	err     error
+	ctx  context.Context
+	conn *pgx.Conn
+	err  error
+	// opened says the statements from the next one on run inside the
+	// transaction; begun, that its BEGIN was sent.
+	opened bool
+	begun  bool
+	queued []*pgx.QueuedQuery
+	// held is the instruction Claim locked, at the version it read: no
+	// other transaction can change it, so replacing it cannot conflict
+	// and waits in queued.
+	held    *queue.Record
 	claimed bool // a Claim reserved an instruction
 	ordered bool // orderLock is held
 	write   bool
 	events  pendingEvents
 	counted counted
-	// settings caches the settings row, read several times a transaction.
+	// settings and stored cache the settings and the stored counts, read
+	// together with the BEGIN.
 	settings *queue.Settings
+	loaded   bool
+	stored   *counted
 }
 
 func (t *tx) Err() error { return t.err }
@@ -41,8 +63,69 @@ func (t *tx) fail(err error) {
 	}
 }
 
+// later queues a write whose result no one reads; its error, if any, is
+// the transaction's at its next query or commit.
+func (t *tx) later(sql string, args ...any) {
+	if !t.write {
+		// A read runs outside a transaction (see Storage.run): a write
+		// there would commit on its own.
+		t.fail(errors.New("a write in a read-only transaction"))
+		return
+	}
+	t.queued = append(t.queued, &pgx.QueuedQuery{SQL: sql, Arguments: args})
+}
+
+// open makes the next statement run inside the transaction: a write, or a
+// read that takes locks held until commit.
+func (t *tx) open() { t.opened = true }
+
+// send runs what is pending — the BEGIN, the queued writes — and then sql
+// in one round trip, calling read with sql's rows.
+func (t *tx) send(read func(pgx.Rows) error, sql string, args ...any) error {
+	last := &pgx.QueuedQuery{SQL: sql, Arguments: args}
+	if read != nil {
+		last.Query(read)
+	}
+	return t.pipeline(last)
+}
+
+// pipeline sends the pending statements and more in one batch, opening the
+// transaction first when a queued write or a lock needs it.
+func (t *tx) pipeline(more ...*pgx.QueuedQuery) error {
+	var qs []*pgx.QueuedQuery
+	if (t.opened || len(t.queued) > 0) && !t.begun {
+		qs = append(qs, &pgx.QueuedQuery{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"})
+		t.begun = true
+	}
+	qs = append(append(qs, t.queued...), more...)
+	t.queued = nil
+	return t.batch(qs)
+}
+
+func (t *tx) batch(qs []*pgx.QueuedQuery) error {
+	if len(qs) == 0 {
+		return nil
+	}
+	return t.conn.SendBatch(t.ctx, &pgx.Batch{QueuedQueries: qs}).Close()
+}
+
 func (t *tx) exec(sql string, args ...any) error {
-	_, err := t.tx.Exec(t.ctx, sql, args...)
+	return t.send(nil, sql, args...)
+}
+
+// queryRow runs a query of one row and scans it; no row is pgx.ErrNoRows.
+func (t *tx) queryRow(sql string, args []any, dest ...any) error {
+	found := false
+	err := t.send(func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		found = true
+		return rows.Scan(dest...)
+	}, sql, args...)
+	if err == nil && !found {
+		return pgx.ErrNoRows
+	}
 	return err
 }
 
@@ -74,36 +157,52 @@ func scanRecord(row pgx.CollectableRow) (queue.Record, error) {
 	return r, nil
 }
 
-func (t *tx) records(sql string, args ...any) []queue.Record {
-	rows, err := t.tx.Query(t.ctx, sql, args...)
-	if err != nil {
-		t.fail(err)
-		return nil
-	}
-	out, err := pgx.CollectRows(rows, scanRecord)
-	t.fail(err)
+// collect runs a query and collects its rows with scan.
+func collect[T any](t *tx, scan pgx.RowToFunc[T], sql string, args ...any) []T {
+	var out []T
+	t.fail(t.send(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, scan)
+		return err
+	}, sql, args...))
 	return out
 }
 
+func (t *tx) records(sql string, args ...any) []queue.Record {
+	return collect(t, scanRecord, sql, args...)
+}
+
+// Settings reads the settings, and the stored counts with them: every
+// transaction asks for the settings first (see queue's newTx), so this is
+// its first round trip, the one that carries the BEGIN.
 func (t *tx) Settings() (queue.Settings, bool) {
-	if t.settings != nil {
+	if t.loaded {
+		if t.settings == nil {
+			return queue.DefaultSettings(), false
+		}
 		return *t.settings, true
 	}
 	// A setting stored before it existed has its default.
 	s := queue.DefaultSettings()
-	var raw []byte
-	err := t.tx.QueryRow(t.ctx, "SELECT settings FROM lm_queue_settings").Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, false
-	}
-	if err == nil {
+	var (
+		raw    []byte
+		stored counted
+	)
+	err := t.queryRow("SELECT (SELECT settings FROM lm_queue_settings), pending_count, consumed_count FROM lm_queue_meta", nil,
+		&raw, &stored.pending, &stored.consumed)
+	if err == nil && raw != nil {
 		err = json.Unmarshal(raw, &s)
 	}
 	t.fail(err)
-	if err == nil {
-		t.settings = &s
+	if err != nil {
+		return s, false
 	}
-	return s, err == nil
+	t.loaded, t.stored = true, &stored
+	if raw == nil {
+		return s, false
+	}
+	t.settings = &s
+	return s, true
 }
 
 func (t *tx) PutSettings(s queue.Settings) error {
@@ -111,9 +210,10 @@ func (t *tx) PutSettings(s queue.Settings) error {
 	if err != nil {
 		return err
 	}
-	t.settings = &s
-	return t.exec(`INSERT INTO lm_queue_settings (one, settings) VALUES (true, $1)
+	t.settings, t.loaded = &s, true
+	t.later(`INSERT INTO lm_queue_settings (one, settings) VALUES (true, $1)
 		ON CONFLICT (one) DO UPDATE SET settings = excluded.settings`, raw)
+	return nil
 }
 
 func (t *tx) Get(id string) (queue.Record, bool) {
@@ -129,14 +229,7 @@ func (t *tx) Match(s string, tail bool, max int) []string {
 	if tail {
 		cond = "right(id, length($1)) = $1"
 	}
-	rows, err := t.tx.Query(t.ctx, "SELECT id FROM lm_queue_items WHERE "+cond+" ORDER BY id LIMIT $2", s, max)
-	if err != nil {
-		t.fail(err)
-		return nil
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	t.fail(err)
-	return ids
+	return collect(t, pgx.RowTo[string], "SELECT id FROM lm_queue_items WHERE "+cond+" ORDER BY id LIMIT $2", s, max)
 }
 
 // limitOf is SQL's LIMIT for the interface's limit: NULL (none) for 0.
@@ -158,19 +251,24 @@ func (t *tx) Consumed(limit int) []queue.Record {
 
 func (t *tx) Position(order uint64) int {
 	var n int
-	err := t.tx.QueryRow(t.ctx, `SELECT CASE WHEN EXISTS (SELECT 1 FROM lm_queue_items WHERE status = 'pending' AND ord = $1)
-		THEN (SELECT count(*) FROM lm_queue_items WHERE status = 'pending' AND ord <= $1) ELSE 0 END`, int64(order)).Scan(&n)
-	t.fail(err)
+	t.fail(t.queryRow(`SELECT CASE WHEN EXISTS (SELECT 1 FROM lm_queue_items WHERE status = 'pending' AND ord = $1)
+		THEN (SELECT count(*) FROM lm_queue_items WHERE status = 'pending' AND ord <= $1) ELSE 0 END`, []any{int64(order)}, &n))
 	return n
 }
 
-// Counts reads the counters every commit adds its changes to (counting
-// rows would read every pending instruction on every claim), plus this
-// transaction's own changes.
+// Counts are the counters every commit adds its changes to (counting rows
+// would read every pending instruction on every claim), as read with the
+// settings or since the order lock, plus this transaction's own changes.
 func (t *tx) Counts() (pending, consumed int) {
-	err := t.tx.QueryRow(t.ctx, "SELECT pending_count, consumed_count FROM lm_queue_meta").Scan(&pending, &consumed)
-	t.fail(err)
-	return pending + int(t.counted.pending), consumed + int(t.counted.consumed)
+	if t.stored == nil {
+		var stored counted
+		if err := t.queryRow("SELECT pending_count, consumed_count FROM lm_queue_meta", nil, &stored.pending, &stored.consumed); err != nil {
+			t.fail(err)
+			return 0, 0
+		}
+		t.stored = &stored
+	}
+	return int(t.stored.pending + t.counted.pending), int(t.stored.consumed + t.counted.consumed)
 }
 
 // counted are a transaction's changes to the counts, added to the stored
@@ -191,10 +289,13 @@ func (t *tx) lockOrder() error {
 	if t.ordered || !t.write {
 		return nil
 	}
-	if _, err := t.tx.Exec(t.ctx, "SELECT pg_advisory_xact_lock($1)", int64(orderLock)); err != nil {
+	t.open()
+	if err := t.exec("SELECT pg_advisory_xact_lock($1)", int64(orderLock)); err != nil {
 		return err
 	}
-	t.ordered = true
+	// Whoever held the lock may have added meanwhile: counts read before
+	// it are read again.
+	t.ordered, t.stored = true, nil
 	return nil
 }
 
@@ -204,8 +305,7 @@ func (t *tx) LastOrder() uint64 {
 		return 0
 	}
 	var last int64
-	err := t.tx.QueryRow(t.ctx, "SELECT coalesce(max(ord), 0) FROM lm_queue_items WHERE status = 'pending'").Scan(&last)
-	t.fail(err)
+	t.fail(t.queryRow("SELECT coalesce(max(ord), 0) FROM lm_queue_items WHERE status = 'pending'", nil, &last))
 	return uint64(last)
 }
 
@@ -227,7 +327,12 @@ func (t *tx) Insert(rs []queue.Record) error {
 			int64(r.Order), int64(r.Version), r.Unacknowledged, consumer}
 	}
 	cols := []string{"id", "content", "status", "created_at", "updated_at", "consumed_at", "consumed_by", "ord", "version", "unacknowledged", "consumer"}
-	if _, err := t.tx.CopyFrom(t.ctx, pgx.Identifier{"lm_queue_items"}, cols, pgx.CopyFromRows(rows)); err != nil {
+	// COPY is a protocol of its own: what is pending goes first.
+	t.open()
+	if err := t.pipeline(); err != nil {
+		return err
+	}
+	if _, err := t.conn.CopyFrom(t.ctx, pgx.Identifier{"lm_queue_items"}, cols, pgx.CopyFromRows(rows)); err != nil {
 		return err
 	}
 	t.counted.pending += int64(len(rs))
@@ -239,10 +344,11 @@ func (t *tx) Insert(rs []queue.Record) error {
 // finds it gone on locking and gets no row; it looks once more, with a
 // snapshot that shows the consumption.
 func (t *tx) Claim() (queue.Record, bool) {
+	t.open()
 	for range 2 {
 		rs := t.records("SELECT " + columns + " FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT 1 FOR UPDATE SKIP LOCKED")
 		if len(rs) == 1 {
-			t.claimed = true
+			t.claimed, t.held = true, &rs[0]
 			return rs[0], true
 		}
 		if t.err != nil {
@@ -252,31 +358,46 @@ func (t *tx) Claim() (queue.Record, bool) {
 	return queue.Record{}, false
 }
 
+const replace = `UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
+	consumed_by = $7, ord = $8, unacknowledged = $9, consumer = $10, version = version + 1`
+
 func (t *tx) Replace(r queue.Record) error {
 	consumer, err := consumerJSON(r.Consumer)
 	if err != nil {
 		return err
 	}
-	var was string
-	err = t.tx.QueryRow(t.ctx, `WITH old AS (SELECT id, status FROM lm_queue_items WHERE id = $1 AND version = $2 FOR UPDATE)
-		UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
-		consumed_by = $7, ord = $8, unacknowledged = $9, consumer = $10, version = version + 1
-		FROM old WHERE lm_queue_items.id = old.id RETURNING old.status`,
-		r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer).Scan(&was)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return queue.ErrConflict
-	}
-	if err != nil {
-		return err
+	args := []any{r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer}
+	was := ""
+	if h := t.held; h != nil && h.ID == r.ID && h.Version == r.Version {
+		// Locked since Claim read it at this version: nothing to check.
+		t.held, was = nil, h.Status
+		t.later(replace+" WHERE id = $1 AND version = $2", args...)
+	} else {
+		t.open()
+		err = t.queryRow(`WITH old AS (SELECT id, status FROM lm_queue_items WHERE id = $1 AND version = $2 FOR UPDATE)
+			`+replace+` FROM old WHERE lm_queue_items.id = old.id RETURNING old.status`, args, &was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return queue.ErrConflict
+		}
+		if err != nil {
+			return err
+		}
 	}
 	t.counted.add(was, -1)
 	t.counted.add(r.Status, 1)
 	return nil
 }
 
+// Acknowledge waits for the commit: it reads nothing and cannot conflict.
+func (t *tx) Acknowledge(id string) error {
+	t.later("UPDATE lm_queue_items SET unacknowledged = false, consumer = NULL, version = version + 1 WHERE id = $1 AND unacknowledged", id)
+	return nil
+}
+
 func (t *tx) Remove(r queue.Record) error {
 	var was string
-	err := t.tx.QueryRow(t.ctx, "DELETE FROM lm_queue_items WHERE id = $1 AND version = $2 RETURNING status", r.ID, int64(r.Version)).Scan(&was)
+	t.open()
+	err := t.queryRow("DELETE FROM lm_queue_items WHERE id = $1 AND version = $2 RETURNING status", []any{r.ID, int64(r.Version)}, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return queue.ErrConflict
 	}
@@ -293,13 +414,9 @@ func (t *tx) Reorder(before, ids []string) error {
 	if err := t.lockOrder(); err != nil {
 		return err
 	}
-	rows, err := t.tx.Query(t.ctx, "SELECT id FROM lm_queue_items WHERE status = 'pending' ORDER BY ord FOR UPDATE")
-	if err != nil {
-		return err
-	}
-	now, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
+	now := collect(t, pgx.RowTo[string], "SELECT id FROM lm_queue_items WHERE status = 'pending' ORDER BY ord FOR UPDATE")
+	if t.err != nil {
+		return t.err
 	}
 	gone := func(id string) bool { return !slices.Contains(now, id) }
 	if !slices.Equal(slices.DeleteFunc(slices.Clone(before), gone), now) {
@@ -310,14 +427,15 @@ func (t *tx) Reorder(before, ids []string) error {
 	for i := range ids {
 		orders[i] = int64(i+1) * queue.OrderStep
 	}
-	return t.exec(`UPDATE lm_queue_items SET ord = v.ord FROM unnest($1::text[], $2::bigint[]) AS v(id, ord)
+	t.later(`UPDATE lm_queue_items SET ord = v.ord FROM unnest($1::text[], $2::bigint[]) AS v(id, ord)
 		WHERE lm_queue_items.id = v.id`, ids, orders)
+	return nil
 }
 
 func (t *tx) Agent(id string) (queue.Agent, bool) {
 	var a queue.Agent
 	var raw []byte
-	err := t.tx.QueryRow(t.ctx, "SELECT agent FROM lm_queue_agents WHERE agent_id = $1", id).Scan(&raw)
+	err := t.queryRow("SELECT agent FROM lm_queue_agents WHERE agent_id = $1", []any{id}, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return a, false
 	}
@@ -334,20 +452,14 @@ func (t *tx) PutAgent(a queue.Agent) error {
 	if err != nil {
 		return err
 	}
-	return t.exec(`INSERT INTO lm_queue_agents (agent_id, agent) VALUES ($1, $2)
+	t.later(`INSERT INTO lm_queue_agents (agent_id, agent) VALUES ($1, $2)
 		ON CONFLICT (agent_id) DO UPDATE SET agent = excluded.agent`, a.AgentID, raw)
+	return nil
 }
 
 func (t *tx) Agents() []queue.Agent {
 	out := []queue.Agent{}
-	rows, err := t.tx.Query(t.ctx, "SELECT agent FROM lm_queue_agents")
-	if err != nil {
-		t.fail(err)
-		return out
-	}
-	raws, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
-	t.fail(err)
-	for _, raw := range raws {
+	for _, raw := range collect(t, pgx.RowTo[[]byte], "SELECT agent FROM lm_queue_agents") {
 		var a queue.Agent
 		if err := json.Unmarshal(raw, &a); err != nil {
 			t.fail(err)
@@ -358,7 +470,7 @@ func (t *tx) Agents() []queue.Agent {
 	return out
 }
 
-// Emit keeps the event until the transaction ends (see [tx.flush]).
+// Emit keeps the event until the transaction commits (see [tx.commit]).
 func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
 	t.events.next++
 	t.events.offsets = append(t.events.offsets, t.events.next)
@@ -385,48 +497,69 @@ type pendingEvents struct {
 	data    []string
 }
 
-// flush records the transaction's events and changes to the counts, and
-// sends the change notification, as late as possible: taking ids locks the sequence row
-// until commit, so events commit in the order of their ids and a reader
-// that saw id n has seen every id below it — and every other writer of
-// events waits for that lock, for one statement and the commit.
-func (t *tx) flush() error {
+// record is the statement that records the transaction's events and
+// changes to the counts and sends the change notification; it returns the
+// event sequence and the oldest event kept.
+const record = `WITH next AS (
+		UPDATE lm_queue_meta SET event_seq = event_seq + $1,
+			pending_count = pending_count + $7, consumed_count = consumed_count + $8
+		RETURNING event_seq - $1 AS base, event_seq AS seq,
+			coalesce((SELECT min(id) FROM lm_queue_events), 0) AS first, pg_notify($6, '')
+	), recorded AS (
+		INSERT INTO lm_queue_events (id, type, at, data)
+		SELECT next.base + e.off, e.type, e.at, e.data::json
+		FROM next, unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[]) AS e(off, type, at, data)
+	)
+	SELECT seq, first FROM next`
+
+// commit ends a write transaction in one round trip: the writes still
+// queued, the events and counts (see record), and the COMMIT. Taking event
+// ids locks the sequence row until commit, so events commit in the order
+// of their ids and a reader that saw id n has seen every id below it;
+// since the lock is taken and released within this one batch, other
+// writers of events wait for the database alone, never for the network.
+func (t *tx) commit() error {
 	e := &t.events
-	if e.next == 0 && t.counted == (counted{}) {
-		// Nothing a reader waits on changed (a delivery acknowledged, an
-		// agent's record): no one is woken.
-		return nil
+	var seq, first int64
+	if e.next != 0 || t.counted != (counted{}) {
+		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{e.next, e.offsets, e.types, e.ats, e.data, channel,
+			t.counted.pending, t.counted.consumed}}
+		q.QueryRow(func(row pgx.Row) error { return row.Scan(&seq, &first) })
+		t.queued = append(t.queued, q)
 	}
-	var base, first int64
-	err := t.tx.QueryRow(t.ctx, `WITH next AS (
-			UPDATE lm_queue_meta SET event_seq = event_seq + $1,
-				pending_count = pending_count + $7, consumed_count = consumed_count + $8
-			RETURNING event_seq - $1 AS base, coalesce((SELECT min(id) FROM lm_queue_events), 0) AS first, pg_notify($6, '')
-		), recorded AS (
-			INSERT INTO lm_queue_events (id, type, at, data)
-			SELECT next.base + e.off, e.type, e.at, e.data::json
-			FROM next, unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[]) AS e(off, type, at, data)
-		)
-		SELECT base, first FROM next`,
-		e.next, e.offsets, e.types, e.ats, e.data, channel, t.counted.pending, t.counted.consumed).Scan(&base, &first)
-	if err != nil {
+	// Otherwise nothing a reader waits on changed (a delivery
+	// acknowledged, an agent's record): no one is woken.
+	end := t.queued
+	if t.begun {
+		end = append(end, &pgx.QueuedQuery{SQL: "COMMIT"})
+	}
+	// Else the writes, if any, are one batch: one implicit transaction.
+	t.queued = nil
+	if err := t.batch(end); err != nil {
 		return err
 	}
 	// Drop the events older than the retention window once a whole batch
-	// of them is beyond it, as the local store does.
-	if oldest := base + e.next - queue.EventRetention; first > 0 && first+queue.TrimBatch <= oldest {
-		_, err = t.tx.Exec(t.ctx, "DELETE FROM lm_queue_events WHERE id <= $1", oldest)
+	// of them is beyond it, as the local store does. It needs no lock: a
+	// failure leaves them to the next commit's trim.
+	if oldest := seq - queue.EventRetention; first > 0 && first+queue.TrimBatch <= oldest {
+		t.conn.Exec(t.ctx, "DELETE FROM lm_queue_events WHERE id <= $1", oldest)
 	}
-	return err
+	return nil
+}
+
+// rollback ends a write transaction that failed; the connection is
+// closed rather than reused when even that fails.
+func (t *tx) rollback() {
+	t.queued = nil
+	if t.begun {
+		if _, err := t.conn.Exec(context.WithoutCancel(t.ctx), "ROLLBACK"); err != nil {
+			t.conn.Close(context.WithoutCancel(t.ctx))
+		}
+	}
 }
 
 func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
-	rows, err := t.tx.Query(t.ctx, "SELECT id, type, at, data FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2", int64(seq), limitOf(limit))
-	if err != nil {
-		t.fail(err)
-		return nil
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (queue.Event, error) {
+	return collect(t, func(row pgx.CollectableRow) (queue.Event, error) {
 		var (
 			e    queue.Event
 			id   int64
@@ -435,13 +568,11 @@ func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
 		err := row.Scan(&id, &e.Type, &e.Timestamp, &data)
 		e.ID, e.Timestamp, e.Data = uint64(id), e.Timestamp.UTC(), json.RawMessage(data)
 		return e, err
-	})
-	t.fail(err)
-	return out
+	}, "SELECT id, type, at, data FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2", int64(seq), limitOf(limit))
 }
 
 func (t *tx) LastEvent() uint64 {
 	var seq int64
-	t.fail(t.tx.QueryRow(t.ctx, "SELECT event_seq FROM lm_queue_meta").Scan(&seq))
+	t.fail(t.queryRow("SELECT event_seq FROM lm_queue_meta", nil, &seq))
 	return uint64(seq)
 }
