@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"lmtool.dev/lm/pkg/agentload"
@@ -32,8 +34,15 @@ func agentsBench(lm string) error {
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range agentsCounts {
 		res, peak, err := agentsRun(lm, n)
-		if err != nil {
+		if err != nil && (n == agentsCounts[0] || errors.Is(err, agentload.ErrNotExactlyOnce)) {
 			return fmt.Errorf("%d agents: %w", n, err)
+		}
+		if err != nil {
+			// Past the target's size a run that could not finish is where
+			// it bends: said in the table, not a failed benchmark.
+			cause, _, _ := strings.Cut(err.Error(), "\n")
+			fmt.Printf("| %d | did not finish: %s (%d of %d delivered, each once) | | | | %.1f MiB | |\n", n, cause, res.Delivered, res.Added, float64(peak)/1024)
+			continue
 		}
 		target := ""
 		if n == agentsCounts[0] {
@@ -50,10 +59,10 @@ func agentsBench(lm string) error {
 	}
 	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | |\n", floor)
 	fmt.Println()
-	fmt.Println("Where it bends: each delivery (a claim) and each HTTP add is its own durable commit, and they take turns for the store, " +
-		"so the rate follows the disk's durable commits (the reference) whatever the number of agents (5 to 500 alike), " +
-		"and add → delivery is the time an instruction waits for the commits queued before it. Sharing commits between " +
-		"concurrent writers (group commit) is what moves it.")
+	fmt.Println("Where it bends: the gateway's writes share durable commits (the reference is one commit each), but every change " +
+		"wakes every waiting get_user_request, and each wake is a claim attempt under the store's lock: with N agents waiting, " +
+		"an add costs N attempts, and at hundreds of agents producers in other processes wait for the lock past their timeout. " +
+		"One claimer per process handing instructions to its waiters in turn is what would move it.")
 	fmt.Println()
 	return nil
 }

@@ -135,26 +135,36 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	res := Result{Added: len(sent), Delivered: len(delivered), Elapsed: last.Sub(began), Latency: latency}
-	if err := errors.Join(produceErr, agentErr); err != nil {
-		return res, err
-	}
+	// A delivery made twice fails the run even when the producers or an
+	// agent failed first: what was delivered is checked whatever ended it.
 	var twice, missing []string
 	for c, n := range delivered {
 		if n > 1 {
 			twice = append(twice, fmt.Sprintf("%s (%d times)", c, n))
 		}
 	}
+	if len(twice) > 0 {
+		return res, fmt.Errorf("%w: delivered more than once: %s", ErrNotExactlyOnce, summary(twice))
+	}
+	if err := errors.Join(produceErr, agentErr); err != nil {
+		return res, err
+	}
 	for c := range sent {
 		if delivered[c] == 0 {
 			missing = append(missing, c)
 		}
 	}
-	if len(twice) > 0 || len(missing) > 0 || len(delivered) != total {
-		return res, fmt.Errorf("not exactly once: %d of %d delivered; delivered more than once: %s; never delivered: %s",
-			len(delivered), total, summary(twice), summary(missing))
+	if len(missing) > 0 || len(delivered) != total {
+		return res, fmt.Errorf("%w: %d of %d delivered; never delivered: %s",
+			ErrNotExactlyOnce, len(delivered), total, summary(missing))
 	}
 	return res, nil
 }
+
+// ErrNotExactlyOnce is a run in which an instruction was delivered twice,
+// or an added one never: the queue's promise broken, not a load it could
+// not carry.
+var ErrNotExactlyOnce = errors.New("not exactly once")
 
 func summary(items []string) string {
 	if len(items) == 0 {
