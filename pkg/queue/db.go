@@ -293,7 +293,7 @@ func (t *boltTx) LastOrder() uint64 {
 	if b == nil {
 		return 0
 	}
-	k, id := b.Cursor().Last()
+	k, id := store.Last(b.Cursor())
 	if k == nil {
 		return 0
 	}
@@ -432,7 +432,7 @@ func (t *boltTx) Consumed(limit int) []Record {
 	}
 	if limit > 0 {
 		// Walk back from the newest, then restore chronological order.
-		for k, v := c.Last(); k != nil && len(out) < limit; k, v = c.Prev() {
+		for k, v := store.Last(c); k != nil && len(out) < limit; k, v = c.Prev() {
 			if !take(k, v) {
 				return nil
 			}

@@ -83,7 +83,7 @@ func trimHistory(tx *bolt.Tx) error {
 		return nil
 	}
 	c := b.Cursor()
-	k, _ := c.Last()
+	k, _ := store.Last(c)
 	for range historyLimit {
 		if k == nil {
 			return nil
