@@ -479,24 +479,34 @@ type session struct {
 }
 
 func startSession(cmd *exec.Cmd) (*session, error) {
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	in, out, err := startPiped(cmd, 1<<20)
+	if err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	s := &session{cmd: cmd, in: in, out: out}
 	if _, err := s.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"lmbench","version":"1"}}`); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(s.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s, nil
+}
+
+// startPiped starts cmd with its stdin and stdout piped to us, stdout
+// read through a buffer of bufSize bytes.
+func startPiped(cmd *exec.Cmd, bufSize int) (io.WriteCloser, *bufio.Reader, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return in, bufio.NewReaderSize(out, bufSize), nil
 }
 
 func (s *session) call(tool, args string) (string, error) {
