@@ -267,29 +267,12 @@ func TestStoreSurvivesKills(t *testing.T) {
 		fmt.Fprintf(&batch, "%q\n", fmt.Sprintf("bulk %d", i))
 	}
 	for round := range 40 {
-		var cmds []*exec.Cmd
-		for i := range 3 {
-			var cmd *exec.Cmd
-			switch i {
-			case 0:
-				cmd = exec.Command("lm", "queue", "add", "--jsonl")
-				cmd.Stdin = strings.NewReader(batch.String())
-			case 1:
-				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
-			default:
-				cmd = exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d", round))
-			}
-			cmd.Env = lmEnv(home)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
-		for _, cmd := range cmds {
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		batchAdd := exec.Command("lm", "queue", "add", "--jsonl")
+		batchAdd.Stdin = strings.NewReader(batch.String())
+		startThenKill(t, lmEnv(home), 30*time.Millisecond,
+			batchAdd,
+			exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d", round)))
 	}
 	out, code := runLM(t, home, "", "store", "check", "-r", "--jq", ".ok")
 	if code != 0 || out != "true\n" {
@@ -334,5 +317,22 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 15s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startThenKill starts cmds in env and SIGKILLs them all at a random moment
+// within maxDelay, wherever that finds them.
+func startThenKill(t *testing.T, env []string, maxDelay time.Duration, cmds ...*exec.Cmd) {
+	t.Helper()
+	for _, cmd := range cmds {
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(rand.N(maxDelay))
+	for _, cmd := range cmds {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
 	}
 }

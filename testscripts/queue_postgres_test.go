@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -125,23 +124,10 @@ func TestPostgresKilledClaimersLeaveNothingBetween(t *testing.T) {
 	runLMEnv(t, env, "", "queue", "config", "default_wait_seconds=1")
 	runLMEnv(t, env, "", "queue", "add", "first")
 	for round := range 20 {
-		var cmds []*exec.Cmd
-		for i := range 3 {
-			cmd := exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-%d", round, i))
-			if i == 0 {
-				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
-			}
-			cmd.Env = env
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
-		for _, cmd := range cmds {
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		startThenKill(t, env, 80*time.Millisecond,
+			exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-1", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-2", round)))
 	}
 	list, _ := runLMEnv(t, env, "", "queue", "list", "--status", "all")
 	var items struct {
