@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,7 +90,22 @@ func (s *Store) group() *writeGroup {
 // it would have been had the writes run one after another; an error outside
 // any write (the lock, the file, the commit itself) is every write's.
 func (s *Store) commitBatch(batch []*queuedWrite) {
-	for len(batch) > 0 {
+	for {
+		// Writes whose callers gave up are answered together before the
+		// transaction: found one by one inside it, each would roll back
+		// and rerun every write before it: a cost that grows with the
+		// square of the batch, under the lock, when hundreds of waiting
+		// calls are cancelled at once.
+		batch = slices.DeleteFunc(batch, func(w *queuedWrite) bool {
+			if err := w.ctx.Err(); err != nil {
+				w.finish(err)
+				return true
+			}
+			return false
+		})
+		if len(batch) == 0 {
+			return
+		}
 		// Alone, a write's own context bounds its wait for the lock, as
 		// in Update; shared, each write's context is checked before it
 		// runs.

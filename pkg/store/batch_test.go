@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,5 +182,52 @@ func putKey(k string) func(*bolt.Tx) error {
 			return err
 		}
 		return b.Put([]byte(k), []byte{1})
+	}
+}
+
+// Writes whose callers all gave up while they queued are answered before
+// the shared transaction runs, so the live writes run once, not once more
+// for every cancelled write queued before them.
+func TestBatchAnswersCancelledWritesTogether(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	held, err := acquire(ctx, s.LockPath(), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var leaderErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); leaderErr = s.Batch(ctx, putKey("leader")) }()
+	queued(t, s, 0)
+	var runs atomic.Int32
+	var liveErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		liveErr = s.Batch(ctx, func(tx *bolt.Tx) error { runs.Add(1); return putKey("live")(tx) })
+	}()
+	queued(t, s, 1)
+	const cancelled = 50
+	gone, cancel := context.WithCancel(ctx)
+	errs := make([]error, cancelled)
+	for i := range cancelled {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = s.Batch(gone, putKey(fmt.Sprint("gone", i))) }()
+	}
+	queued(t, s, 1+cancelled)
+	cancel()
+	held.release()
+	wg.Wait()
+	if leaderErr != nil || liveErr != nil {
+		t.Fatalf("leader %v, live %v", leaderErr, liveErr)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled write %d: %v", i, err)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the live write ran %d times beside %d cancelled ones, want once", n, cancelled)
 	}
 }
