@@ -83,6 +83,123 @@ func callNext(ctx context.Context, c *client.Client, agent string) (nextResult, 
 	return r, json.Unmarshal(raw, &r)
 }
 
+// callNextWithin is callNext with the time a waiting get_user_request may
+// take.
+func callNextWithin(c *client.Client, agent string) (nextResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return callNext(ctx, c, agent)
+}
+
+// exactlyOnceRace races producers adding instructions against consumers
+// taking them: each consumer records what it receives and, once the
+// producers are done, stops at the first empty answer; check then says
+// whether every instruction was delivered exactly once and none lost.
+type exactlyOnceRace struct {
+	mu        sync.Mutex
+	delivered map[string]int
+	produced  chan struct{}
+	consumers sync.WaitGroup
+	producers sync.WaitGroup
+}
+
+func newExactlyOnceRace() *exactlyOnceRace {
+	return &exactlyOnceRace{delivered: map[string]int{}, produced: make(chan struct{})}
+}
+
+func (r *exactlyOnceRace) record(content string) {
+	r.mu.Lock()
+	r.delivered[content]++
+	r.mu.Unlock()
+}
+
+// done says whether a consumer stops: the producers are done and its last
+// look found the queue empty.
+func (r *exactlyOnceRace) done(empty bool) bool {
+	select {
+	case <-r.produced:
+		return empty
+	default:
+		return false
+	}
+}
+
+// mcpConsumer takes instructions as agent through get_user_request on c.
+func (r *exactlyOnceRace) mcpConsumer(t *testing.T, c *client.Client, agent string) {
+	r.consumers.Go(func() {
+		for {
+			next, err := callNextWithin(c, agent)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if next.Instruction != nil {
+				r.record(next.Instruction.Content)
+			}
+			if r.done(next.Instruction == nil) {
+				return
+			}
+		}
+	})
+}
+
+// cliConsumer takes instructions as agent with `lm queue next` in env.
+func (r *exactlyOnceRace) cliConsumer(t *testing.T, env []string, agent string) {
+	r.consumers.Go(func() {
+		for {
+			out, code := runLMEnv(t, env, "", "queue", "next", "--agent-id", agent, "-r", "--jq", ".instruction.content // empty")
+			if code == 0 {
+				r.record(strings.TrimSuffix(out, "\n"))
+			}
+			if r.done(code == 7) {
+				return
+			}
+		}
+	})
+}
+
+// producer adds count instructions named after p with `lm queue add` in
+// env, one at a time or in --jsonl batches of up to maxBatch.
+func (r *exactlyOnceRace) producer(t *testing.T, env []string, p, count, maxBatch int) {
+	r.producers.Go(func() {
+		for i := 0; i < count; {
+			n := min(1+rand.IntN(maxBatch), count-i)
+			if n == 1 {
+				runLMEnv(t, env, "", "queue", "add", fmt.Sprintf("p%d-%d", p, i))
+			} else {
+				var lines strings.Builder
+				for j := range n {
+					fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("p%d-%d", p, i+j))
+				}
+				runLMEnv(t, env, lines.String(), "queue", "add", "--jsonl")
+			}
+			i += n
+		}
+	})
+}
+
+// check waits for the producers and then the consumers, and checks that
+// each of the want instructions was delivered once and that the queue,
+// read in env, has none pending and want consumed.
+func (r *exactlyOnceRace) check(t *testing.T, env []string, want int) {
+	t.Helper()
+	r.producers.Wait()
+	close(r.produced)
+	r.consumers.Wait()
+	if len(r.delivered) != want {
+		t.Errorf("%d distinct instructions delivered, want %d", len(r.delivered), want)
+	}
+	for content, n := range r.delivered {
+		if n != 1 {
+			t.Errorf("%q delivered %d times", content, n)
+		}
+	}
+	out, _ := runLMEnv(t, env, "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
+	if wantOut := fmt.Sprintf("0 %d\n", want); out != wantOut {
+		t.Errorf("status counts %q, want %q", out, wantOut)
+	}
+}
+
 // TestQueueExactlyOnceAcrossProcesses races 2 producer processes adding 500
 // instructions against 3 `lm mcp` consumers and 2 `lm queue next` loops:
 // every instruction must be delivered exactly once and none lost.
@@ -94,98 +211,18 @@ func TestQueueExactlyOnceAcrossProcesses(t *testing.T) {
 	runLM(t, home, "", "queue", "config", "default_wait_seconds=1")
 	const producers, perProducer = 2, 250
 
-	var mu sync.Mutex
-	delivered := map[string]int{}
-	record := func(content string) {
-		mu.Lock()
-		delivered[content]++
-		mu.Unlock()
-	}
-	produced := make(chan struct{})
-	var consumers sync.WaitGroup
-	done := func(empty bool) bool {
-		select {
-		case <-produced:
-			return empty
-		default:
-			return false
-		}
-	}
-
+	race := newExactlyOnceRace()
 	for i := range 3 {
-		c := startMCP(t, home, fmt.Sprintf("mcp-%d", i))
-		consumers.Add(1)
-		go func() {
-			defer consumers.Done()
-			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				r, err := callNext(ctx, c, fmt.Sprintf("mcp-%d", i))
-				cancel()
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Instruction != nil {
-					record(r.Instruction.Content)
-				}
-				if done(r.Instruction == nil) {
-					return
-				}
-			}
-		}()
+		agent := fmt.Sprintf("mcp-%d", i)
+		race.mcpConsumer(t, startMCP(t, home, agent), agent)
 	}
 	for i := range 2 {
-		consumers.Add(1)
-		go func() {
-			defer consumers.Done()
-			for {
-				out, code := runLM(t, home, "", "queue", "next", "--agent-id", fmt.Sprintf("cli-%d", i), "-r", "--jq", ".instruction.content // empty")
-				if code == 0 {
-					record(strings.TrimSuffix(out, "\n"))
-				}
-				if done(code == 7) {
-					return
-				}
-			}
-		}()
+		race.cliConsumer(t, lmEnv(home), fmt.Sprintf("cli-%d", i))
 	}
-
-	var wg sync.WaitGroup
 	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perProducer; {
-				n := min(1+rand.IntN(8), perProducer-i)
-				if n == 1 {
-					runLM(t, home, "", "queue", "add", fmt.Sprintf("p%d-%d", p, i))
-				} else {
-					var lines strings.Builder
-					for j := range n {
-						fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("p%d-%d", p, i+j))
-					}
-					runLM(t, home, lines.String(), "queue", "add", "--jsonl")
-				}
-				i += n
-			}
-		}()
+		race.producer(t, lmEnv(home), p, perProducer, 8)
 	}
-	wg.Wait()
-	close(produced)
-	consumers.Wait()
-
-	if len(delivered) != producers*perProducer {
-		t.Errorf("%d distinct instructions delivered, want %d", len(delivered), producers*perProducer)
-	}
-	for content, n := range delivered {
-		if n != 1 {
-			t.Errorf("%q delivered %d times", content, n)
-		}
-	}
-	out, _ := runLM(t, home, "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
-	if want := fmt.Sprintf("0 %d\n", producers*perProducer); out != want {
-		t.Errorf("status counts %q, want %q", out, want)
-	}
+	race.check(t, lmEnv(home), producers*perProducer)
 }
 
 // TestKilledWaiterClaimsNothing kills a waiting consumer and checks that an
@@ -230,29 +267,12 @@ func TestStoreSurvivesKills(t *testing.T) {
 		fmt.Fprintf(&batch, "%q\n", fmt.Sprintf("bulk %d", i))
 	}
 	for round := range 40 {
-		var cmds []*exec.Cmd
-		for i := range 3 {
-			var cmd *exec.Cmd
-			switch i {
-			case 0:
-				cmd = exec.Command("lm", "queue", "add", "--jsonl")
-				cmd.Stdin = strings.NewReader(batch.String())
-			case 1:
-				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
-			default:
-				cmd = exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d", round))
-			}
-			cmd.Env = lmEnv(home)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		time.Sleep(time.Duration(rand.IntN(30)) * time.Millisecond)
-		for _, cmd := range cmds {
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		batchAdd := exec.Command("lm", "queue", "add", "--jsonl")
+		batchAdd.Stdin = strings.NewReader(batch.String())
+		startThenKill(t, lmEnv(home), 30*time.Millisecond,
+			batchAdd,
+			exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d", round)))
 	}
 	out, code := runLM(t, home, "", "store", "check", "-r", "--jq", ".ok")
 	if code != 0 || out != "true\n" {
@@ -297,5 +317,22 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 15s")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startThenKill starts cmds in env and SIGKILLs them all at a random moment
+// within maxDelay, wherever that finds them.
+func startThenKill(t *testing.T, env []string, maxDelay time.Duration, cmds ...*exec.Cmd) {
+	t.Helper()
+	for _, cmd := range cmds {
+		cmd.Env = env
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(rand.N(maxDelay))
+	for _, cmd := range cmds {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
 	}
 }

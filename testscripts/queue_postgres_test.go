@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,91 +49,20 @@ func TestPostgresExactlyOnceAcrossProcesses(t *testing.T) {
 	runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "config", "default_wait_seconds=1")
 	const producers, perProducer = 2, 1000
 
-	var mu sync.Mutex
-	delivered := map[string]int{}
-	record := func(content string) {
-		mu.Lock()
-		delivered[content]++
-		mu.Unlock()
-	}
-	produced := make(chan struct{})
-	done := func(empty bool) bool {
-		select {
-		case <-produced:
-			return empty
-		default:
-			return false
-		}
-	}
-	var consumers sync.WaitGroup
+	race := newExactlyOnceRace()
 	for i := range 3 {
 		c := startMCPEnv(t, teamEnv(t.TempDir(), url), "", fmt.Sprintf("mcp-%d", i))
 		for j := range 8 {
-			agent := fmt.Sprintf("mcp-%d-%d", i, j)
-			consumers.Go(func() {
-				for {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					r, err := callNext(ctx, c, agent)
-					cancel()
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Instruction != nil {
-						record(r.Instruction.Content)
-					}
-					if done(r.Instruction == nil) {
-						return
-					}
-				}
-			})
+			race.mcpConsumer(t, c, fmt.Sprintf("mcp-%d-%d", i, j))
 		}
 	}
 	for i := range 2 {
-		env := teamEnv(t.TempDir(), url)
-		consumers.Go(func() {
-			for {
-				out, code := runLMEnv(t, env, "", "queue", "next", "--agent-id", fmt.Sprintf("cli-%d", i), "-r", "--jq", ".instruction.content // empty")
-				if code == 0 {
-					record(strings.TrimSuffix(out, "\n"))
-				}
-				if done(code == 7) {
-					return
-				}
-			}
-		})
+		race.cliConsumer(t, teamEnv(t.TempDir(), url), fmt.Sprintf("cli-%d", i))
 	}
-	var wg sync.WaitGroup
 	for p := range producers {
-		env := teamEnv(t.TempDir(), url)
-		wg.Go(func() {
-			for i := 0; i < perProducer; {
-				n := min(1+rand.IntN(40), perProducer-i)
-				var lines strings.Builder
-				for j := range n {
-					fmt.Fprintf(&lines, "%q\n", fmt.Sprintf("p%d-%d", p, i+j))
-				}
-				runLMEnv(t, env, lines.String(), "queue", "add", "--jsonl")
-				i += n
-			}
-		})
+		race.producer(t, teamEnv(t.TempDir(), url), p, perProducer, 40)
 	}
-	wg.Wait()
-	close(produced)
-	consumers.Wait()
-
-	if len(delivered) != producers*perProducer {
-		t.Errorf("%d distinct instructions delivered, want %d", len(delivered), producers*perProducer)
-	}
-	for content, n := range delivered {
-		if n != 1 {
-			t.Errorf("%q delivered %d times", content, n)
-		}
-	}
-	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "status", "-r", "--jq", `"\(.queue.pending_count) \(.queue.consumed_count)"`)
-	if want := fmt.Sprintf("0 %d\n", producers*perProducer); out != want {
-		t.Errorf("status counts %q, want %q", out, want)
-	}
+	race.check(t, teamEnv(t.TempDir(), url), producers*perProducer)
 }
 
 // TestPostgresWaiterWakesOnAnotherMachinesAdd: a `lm queue next` waiting
@@ -196,23 +124,10 @@ func TestPostgresKilledClaimersLeaveNothingBetween(t *testing.T) {
 	runLMEnv(t, env, "", "queue", "config", "default_wait_seconds=1")
 	runLMEnv(t, env, "", "queue", "add", "first")
 	for round := range 20 {
-		var cmds []*exec.Cmd
-		for i := range 3 {
-			cmd := exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-%d", round, i))
-			if i == 0 {
-				cmd = exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round))
-			}
-			cmd.Env = env
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-		}
-		time.Sleep(time.Duration(rand.IntN(80)) * time.Millisecond)
-		for _, cmd := range cmds {
-			cmd.Process.Signal(syscall.SIGKILL)
-			cmd.Wait()
-		}
+		startThenKill(t, env, 80*time.Millisecond,
+			exec.Command("lm", "queue", "add", fmt.Sprintf("single %d", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-1", round)),
+			exec.Command("lm", "queue", "next", "--agent-id", fmt.Sprintf("k%d-2", round)))
 	}
 	list, _ := runLMEnv(t, env, "", "queue", "list", "--status", "all")
 	var items struct {
@@ -472,9 +387,7 @@ func TestPostgresServingProcessKilledUnderLoad(t *testing.T) {
 			agent := fmt.Sprintf("mcp-%d-%d", i, j)
 			consumers.Go(func() {
 				for {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					r, err := callNext(ctx, c, agent)
-					cancel()
+					r, err := callNextWithin(c, agent)
 					if err != nil || r.Instruction == nil {
 						return // the killed process's agents, or the queue drained
 					}

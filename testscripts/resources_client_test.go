@@ -1,10 +1,6 @@
 package testscripts
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
-	"os/exec"
 	"testing"
 
 	"lmtool.dev/lm/pkg/npmtest"
@@ -17,10 +13,7 @@ import (
 // reads.
 func TestUnknownResourceIsNotFound(t *testing.T) {
 	script := npmtest.Skip(t, "clients/read-resources.mjs")
-	lm, err := exec.LookPath("lm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lm := lmPath(t)
 	home := t.TempDir()
 	_, base, token := idleGateway(t, home)
 	uris := []string{"joblog://nope", "job://nope", "joblog://nope?from=3", "tasks://cwd"}
@@ -30,21 +23,8 @@ func TestUnknownResourceIsNotFound(t *testing.T) {
 	}
 	for face, args := range faces {
 		t.Run(face, func(t *testing.T) {
-			cmd := exec.Command("node", args...)
-			cmd.Dir, cmd.Env = t.TempDir(), lmEnv(home)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%v\n%s", err, stderr.String())
-			}
 			read := map[string]resourceRead{}
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			for sc.Scan() {
-				var r resourceRead
-				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-					t.Fatalf("%q: %v", sc.Text(), err)
-				}
+			for _, r := range nodeClient[resourceRead](t, t.TempDir(), home, args...) {
 				read[r.URI] = r
 			}
 			for _, uri := range uris[:3] {

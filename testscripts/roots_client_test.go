@@ -1,12 +1,8 @@
 package testscripts
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,44 +21,21 @@ import (
 // notifications/roots/list_changed lm follows the new list.
 func TestAgentRootsFollowTheClient(t *testing.T) {
 	script := npmtest.Skip(t, "clients/roots.mjs")
-	lm, err := exec.LookPath("lm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lm := lmPath(t)
 	home, start, a, b := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(a, "a.txt"), []byte("ALPHA\n"), 0o644)
 	os.WriteFile(filepath.Join(b, "b.txt"), []byte("BRAVO\n"), 0o644)
 	os.WriteFile(filepath.Join(start, "a.txt"), []byte("START\n"), 0o644)
 
-	cmd := exec.Command("node", script, lm, a, b)
-	cmd.Dir, cmd.Env = start, lmEnv(home)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	steps := map[string]struct {
+	type step struct {
+		Step    string
 		IsError bool
 		Text    string
 		Listed  int
-	}{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var s struct {
-			Step    string
-			IsError bool
-			Text    string
-			Listed  int
-		}
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("%q: %v", sc.Text(), err)
-		}
-		steps[s.Step] = struct {
-			IsError bool
-			Text    string
-			Listed  int
-		}{s.IsError, s.Text, s.Listed}
+	}
+	steps := map[string]step{}
+	for _, s := range nodeClient[step](t, start, home, script, lm, a, b) {
+		steps[s.Step] = s
 	}
 	read := func(step, content string) {
 		t.Helper()

@@ -239,18 +239,11 @@ type stdioConn struct {
 
 func dialStdio(argv []string) (*stdioConn, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	in, err := cmd.StdinPipe()
+	in, out, err := startPiped(cmd, 64<<10)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &stdioConn{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 64<<10)}
+	c := &stdioConn{cmd: cmd, in: in, out: out}
 	if _, err := c.request([]byte(hopInitialize)); err != nil {
 		c.close()
 		return nil, err

@@ -215,37 +215,14 @@ func wakeup(lm string) error {
 	const n = 200
 	var lat []time.Duration
 	for i := range n {
-		b := command(dir, lm, "queue", "next", "--agent-id", "b")
-		out, err := b.StdoutPipe()
+		d, err := wakeTrial(
+			command(dir, lm, "queue", "next", "--agent-id", "b"),
+			func() error { return waitWaiting(dir, lm) },
+			command(dir, lm, "queue", "add", fmt.Sprintf("wake %d", i)))
 		if err != nil {
-			return err
+			return fmt.Errorf("trial %d: %w", i, err)
 		}
-		if err := b.Start(); err != nil {
-			return err
-		}
-		if err := waitWaiting(dir, lm); err != nil {
-			return err
-		}
-		addOut, err := command(dir, lm, "queue", "add", fmt.Sprintf("wake %d", i)).Output()
-		if err != nil {
-			return err
-		}
-		got, _ := io.ReadAll(out)
-		b.Wait()
-		var added struct {
-			Item struct {
-				CreatedAt time.Time `json:"created_at"`
-			} `json:"item"`
-		}
-		var next struct {
-			Instruction struct {
-				ConsumedAt time.Time `json:"consumed_at"`
-			} `json:"instruction"`
-		}
-		if json.Unmarshal(addOut, &added) != nil || json.Unmarshal(got, &next) != nil {
-			return fmt.Errorf("trial %d: unexpected output %s / %s", i, addOut, got)
-		}
-		lat = append(lat, next.Instruction.ConsumedAt.Sub(added.Item.CreatedAt))
+		lat = append(lat, d)
 	}
 	fmt.Println("## Wake-up latency")
 	fmt.Println()
@@ -256,6 +233,45 @@ func wakeup(lm string) error {
 	// p99 of a few hundred wake-ups on a shared machine moves by a few ms.
 	recordFigure("wake-up across processes: p99, ms", msOf(percentile(lat, 0.99)), 5)
 	return nil
+}
+
+// wakeTrial starts next (a `lm queue next` for agent b), runs add once
+// waiting says next waits, and returns the time from the added
+// instruction's created_at to its consumed_at.
+func wakeTrial(next *exec.Cmd, waiting func() error, add *exec.Cmd) (time.Duration, error) {
+	out, err := next.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := next.Start(); err != nil {
+		return 0, err
+	}
+	defer next.Wait()
+	err = waiting()
+	var addOut []byte
+	if err == nil {
+		addOut, err = add.Output()
+	}
+	if err != nil {
+		// Otherwise next would wait out its default_wait_seconds.
+		next.Process.Kill()
+		return 0, err
+	}
+	got, _ := io.ReadAll(out)
+	var added struct {
+		Item struct {
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"item"`
+	}
+	var claimed struct {
+		Instruction struct {
+			ConsumedAt time.Time `json:"consumed_at"`
+		} `json:"instruction"`
+	}
+	if json.Unmarshal(addOut, &added) != nil || json.Unmarshal(got, &claimed) != nil {
+		return 0, fmt.Errorf("unexpected output %s / %s", addOut, got)
+	}
+	return claimed.Instruction.ConsumedAt.Sub(added.Item.CreatedAt), nil
 }
 
 // waitWaiting returns once agent b shows waiting, asking lm with the
@@ -463,24 +479,34 @@ type session struct {
 }
 
 func startSession(cmd *exec.Cmd) (*session, error) {
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	in, out, err := startPiped(cmd, 1<<20)
+	if err != nil {
 		return nil, err
 	}
-	s := &session{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+	s := &session{cmd: cmd, in: in, out: out}
 	if _, err := s.request("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"lmbench","version":"1"}}`); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(s.in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s, nil
+}
+
+// startPiped starts cmd with its stdin and stdout piped to us, stdout
+// read through a buffer of bufSize bytes.
+func startPiped(cmd *exec.Cmd, bufSize int) (io.WriteCloser, *bufio.Reader, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return in, bufio.NewReaderSize(out, bufSize), nil
 }
 
 func (s *session) call(tool, args string) (string, error) {

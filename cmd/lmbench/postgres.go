@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -225,37 +224,14 @@ func remoteWakeup(cluster *pgtest.Cluster, lm string) error {
 	n := wakeupTrials
 	var lat []time.Duration
 	for i := range n {
-		b := command(waiter, lm, at("queue", "next", "--agent-id", "b")...)
-		out, err := b.StdoutPipe()
+		d, err := wakeTrial(
+			command(waiter, lm, at("queue", "next", "--agent-id", "b")...),
+			func() error { return waitWaiting(adder, lm, "--store", url) },
+			command(adder, lm, at("queue", "add", fmt.Sprintf("wake %d", i))...))
 		if err != nil {
-			return err
+			return fmt.Errorf("trial %d: %w", i, err)
 		}
-		if err := b.Start(); err != nil {
-			return err
-		}
-		if err := waitWaiting(adder, lm, "--store", url); err != nil {
-			return err
-		}
-		addOut, err := command(adder, lm, at("queue", "add", fmt.Sprintf("wake %d", i))...).Output()
-		if err != nil {
-			return err
-		}
-		got, _ := io.ReadAll(out)
-		b.Wait()
-		var added struct {
-			Item struct {
-				CreatedAt time.Time `json:"created_at"`
-			} `json:"item"`
-		}
-		var next struct {
-			Instruction struct {
-				ConsumedAt time.Time `json:"consumed_at"`
-			} `json:"instruction"`
-		}
-		if json.Unmarshal(addOut, &added) != nil || json.Unmarshal(got, &next) != nil {
-			return fmt.Errorf("trial %d: unexpected output %s / %s", i, addOut, got)
-		}
-		lat = append(lat, next.Instruction.ConsumedAt.Sub(added.Item.CreatedAt))
+		lat = append(lat, d)
 	}
 	fmt.Printf("An instruction added on one LM_HOME reaches a `lm queue next` already waiting on another, through the database's NOTIFY (%d trials; from the add's transaction to the claim's):\n\n", n)
 	fmt.Println("| p50 | p99 | max | target p99 |")

@@ -30,33 +30,16 @@ func TestARecordNamingAForeignCgroupEndsNothingThere(t *testing.T) {
 		t.Skipf("this system gives lm no cgroup v2 to write (%v): cgroups are tested where it does", err)
 	}
 	t.Cleanup(func() { foreign.Remove(5 * time.Second) })
-	victim := exec.Command("sleep", "300")
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	victim := bystander(t, nil)
 	if err := os.WriteFile(filepath.Join(foreign.Dir, "cgroup.procs"), []byte(strconv.Itoa(victim.Process.Pid)), 0); err != nil {
 		t.Fatal(err)
 	}
-	// A supervisor that is gone, so that reading the job ends it.
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
+	supervisor := goneSupervisor(t)
 
-	ctx := context.Background()
-	home := t.TempDir()
-	env := &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
+	env := newEnv(t)
 	for _, cg := range []string{foreign.Dir, filepath.Join(foreign.Dir, "..", filepath.Base(foreign.Dir))} {
-		record := Job{ID: "j_A1B2", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
-			Supervisor: gone.Process.Pid, Containment: InCgroup, Cgroup: cg}
-		if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, record) }); err != nil {
-			t.Fatal(err)
-		}
-		out, err := Status(ctx, env, IDInput{ID: "j_A1B2"})
-		if err != nil || out.Job.State != Failed {
-			t.Fatalf("the job whose supervisor is gone: %+v %v", out.Job, err)
-		}
+		readEndsFailed(t, env, Job{ID: "j_A1B2", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
+			Supervisor: supervisor, Containment: InCgroup, Cgroup: cg})
 		if !proc.Running(victim.Process.Pid) {
 			t.Fatalf("a process in the cgroup %s a job's record named was killed", cg)
 		}
@@ -98,26 +81,9 @@ func signalPIDOneInside(t *testing.T) {
 	if os.Getpid() != 1 {
 		t.Fatalf("pid %d, want 1 in a namespace of its own", os.Getpid())
 	}
-	victim := exec.Command("sleep", "300")
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { victim.Process.Kill(); victim.Wait() }()
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	home := t.TempDir()
-	env := &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
-	record := Job{ID: "j_C3D4", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
-		PID: 1, Supervisor: gone.Process.Pid, Containment: Recorded}
-	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, record) }); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := Status(ctx, env, IDInput{ID: "j_C3D4"}); err != nil || out.Job.State != Failed {
-		t.Fatalf("the job whose supervisor is gone: %+v %v", out.Job, err)
-	}
+	victim := bystander(t, nil)
+	readEndsFailed(t, newEnv(t), Job{ID: "j_C3D4", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
+		PID: 1, Supervisor: goneSupervisor(t), Containment: Recorded})
 	if !proc.Running(victim.Process.Pid) {
 		t.Fatal("reading a job whose record names pid 1 killed another process")
 	}
@@ -131,28 +97,56 @@ func TestAJobOfAnEarlierBootEndsNothingNow(t *testing.T) {
 	if proc.BootID() == "" {
 		t.Skip("this kernel does not name its boots")
 	}
-	victim := exec.Command("sleep", "300")
-	victim.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := victim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
-	ctx := context.Background()
-	home := t.TempDir()
-	env := &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
-	record := Job{ID: "j_E5F6", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
-		PID: victim.Process.Pid, Supervisor: victim.Process.Pid, Boot: "an-earlier-boot", Containment: Recorded}
-	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, record) }); err != nil {
-		t.Fatal(err)
-	}
-	out, err := Status(ctx, env, IDInput{ID: "j_E5F6"})
-	if err != nil || out.Job.State != Failed {
-		t.Fatalf("a job of an earlier boot: %+v %v, want failed", out.Job, err)
-	}
-	if _, err := Stop(ctx, env, StopInput{ID: "j_E5F6"}); err != nil {
+	victim := bystander(t, &syscall.SysProcAttr{Setpgid: true})
+	env := newEnv(t)
+	readEndsFailed(t, env, Job{ID: "j_E5F6", State: Running, Argv: []string{"sleep", "300"}, CreatedAt: time.Now().UTC(),
+		PID: victim.Process.Pid, Supervisor: victim.Process.Pid, Boot: "an-earlier-boot", Containment: Recorded})
+	if _, err := Stop(context.Background(), env, StopInput{ID: "j_E5F6"}); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if !proc.Running(victim.Process.Pid) {
 		t.Fatal("reading or stopping a job of an earlier boot killed the process group that now has its pid")
+	}
+}
+
+// bystander starts a process that reading or stopping the test's jobs
+// must leave running; it ends with the test.
+func bystander(t *testing.T, attr *syscall.SysProcAttr) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	cmd.SysProcAttr = attr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// goneSupervisor is the pid of a process that has exited, so that
+// reading a job it supervised ends the job.
+func goneSupervisor(t *testing.T) int {
+	t.Helper()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return gone.Process.Pid
+}
+
+func newEnv(t *testing.T) *op.Env {
+	home := t.TempDir()
+	return &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
+}
+
+// readEndsFailed stores record and reads it back, which must end the job
+// as failed.
+func readEndsFailed(t *testing.T, env *op.Env, record Job) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Store.Update(ctx, func(tx *bolt.Tx) error { return put(tx, record) }); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Status(ctx, env, IDInput{ID: record.ID}); err != nil || out.Job.State != Failed {
+		t.Fatalf("reading job %s: %+v %v, want failed", record.ID, out.Job, err)
 	}
 }

@@ -17,9 +17,8 @@ var (
 )
 
 type hub struct {
-	mu   sync.Mutex
-	subs map[chan struct{}]struct{}
-	w    *fsnotify.Watcher
+	Wakeups
+	w *fsnotify.Watcher
 }
 
 // Watch returns a channel that receives a value after any process commits a
@@ -44,15 +43,8 @@ func (s *Store) Watch() (changes <-chan struct{}, cancel func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ch := make(chan struct{}, 1)
-	h.mu.Lock()
-	h.subs[ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs, ch)
-		h.mu.Unlock()
-	}, nil
+	changes, cancel = h.Subscribe()
+	return changes, cancel, nil
 }
 
 func (s *Store) hub() (*hub, error) {
@@ -64,7 +56,7 @@ func (s *Store) hub() (*hub, error) {
 	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}
-	h := &hub{subs: map[chan struct{}]struct{}{}}
+	h := &hub{}
 	f, err := os.OpenFile(s.LockPath(), os.O_RDWR|os.O_CREATE, 0o600)
 	switch {
 	case err == nil:
@@ -104,7 +96,7 @@ func (h *hub) loop() {
 				return
 			}
 			if ev.Has(fsnotify.Write) {
-				h.broadcast()
+				h.Broadcast()
 			}
 		case _, ok := <-h.w.Errors:
 			if !ok {
@@ -112,18 +104,7 @@ func (h *hub) loop() {
 			}
 			// An overflowed inotify queue lost events: wake everyone so
 			// they re-read the store rather than sleep through a change.
-			h.broadcast()
-		}
-	}
-}
-
-func (h *hub) broadcast() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
+			h.Broadcast()
 		}
 	}
 }

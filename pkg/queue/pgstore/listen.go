@@ -4,20 +4,22 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"lmtool.dev/lm/pkg/store"
 )
 
 // hub is a process's one LISTEN connection to a queue database, fanned out
 // to every Watch. It starts with the first Watch.
 type hub struct {
-	mu     sync.Mutex
+	store.Wakeups
 	s      *Storage
-	subs   map[chan struct{}]struct{}
+	mu     sync.Mutex // guards cancel and done
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
 func (h *hub) init(s *Storage) {
-	h.s, h.subs = s, map[chan struct{}]struct{}{}
+	h.s = s
 }
 
 // Watch returns a channel signalled after every commit that changed the
@@ -25,7 +27,6 @@ func (h *hub) init(s *Storage) {
 // notification sent while it was away is lost, so waiters read again.
 func (s *Storage) Watch() (<-chan struct{}, func(), error) {
 	h := &s.hub
-	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.cancel == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -40,26 +41,11 @@ func (s *Storage) Watch() (<-chan struct{}, func(), error) {
 		case <-ready:
 		case <-time.After(5 * time.Second):
 		}
-		h.mu.Lock()
-	}
-	h.subs[ch] = struct{}{}
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		delete(h.subs, ch)
+	} else {
 		h.mu.Unlock()
-	}, nil
-}
-
-func (h *hub) broadcast() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for ch := range h.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
 	}
+	changes, cancel := h.Subscribe()
+	return changes, cancel, nil
 }
 
 // listen holds a connection that LISTENs, reconnecting with a backoff
@@ -75,7 +61,7 @@ func (h *hub) listen(ctx context.Context, ready chan struct{}) {
 		}
 		// Whatever was notified while no connection listened is lost:
 		// every waiter reads again.
-		h.broadcast()
+		h.Broadcast()
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
@@ -99,12 +85,12 @@ func (h *hub) session(ctx context.Context, listening func()) bool {
 		return false
 	}
 	listening()
-	h.broadcast() // a reconnect: what changed while away is read again
+	h.Broadcast() // a reconnect: what changed while away is read again
 	for {
 		if _, err := pc.WaitForNotification(ctx); err != nil {
 			return true
 		}
-		h.broadcast()
+		h.Broadcast()
 	}
 }
 

@@ -209,14 +209,17 @@ type claims struct {
 func newClaims(before mirrored) claims {
 	return claims{
 		ours:  map[string]map[string]bool{"tool": set(before.aggTools), "prompt": set(before.aggPrompts), "resource": set(before.aggResources)},
-		taken: map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "template": {}},
+		taken: map[string]map[string]bool{"tool": {}, "prompt": {}, "resource": {}, "resource template": {}},
 	}
 }
 
-// claim takes name for the server, unless this refresh took it already or
-// something else holds it on /mcp (onAggregate, and not the server's).
-func (cl claims) claim(kind, name string, onAggregate bool) bool {
+// claim takes name, the server's upstream under its name on /mcp, for the
+// server, unless this refresh took it already or something else holds it
+// on /mcp (onAggregate, and not the server's): then it is a collision,
+// recorded in m.
+func (cl claims) claim(m *mirrored, kind, upstream, name string, onAggregate bool) bool {
 	if cl.taken[kind][name] || (onAggregate && !cl.ours[kind][name]) {
+		m.collisions = append(m.collisions, fmt.Sprintf("%s %s (as %s)", kind, upstream, name))
 		return false
 	}
 	cl.taken[kind][name] = true
@@ -237,8 +240,7 @@ func (h *Hub) aggregateTools(c *child, tools []mcp.Tool, names claims, m *mirror
 			continue
 		}
 		name := Namespaced(c.name, t.Name)
-		if !names.claim("tool", name, h.aggregate.GetTool(name) != nil) {
-			m.collisions = append(m.collisions, fmt.Sprintf("tool %s (as %s)", t.Name, name))
+		if !names.claim(m, "tool", t.Name, name, h.aggregate.GetTool(name) != nil) {
 			continue
 		}
 		upstream := t.Name
@@ -260,8 +262,7 @@ func (h *Hub) aggregatePrompts(c *child, prompts []mcp.Prompt, names claims, m *
 	var out []server.ServerPrompt
 	for _, p := range prompts {
 		name := Namespaced(c.name, p.Name)
-		if !names.claim("prompt", name, existing[name] != nil) {
-			m.collisions = append(m.collisions, fmt.Sprintf("prompt %s (as %s)", p.Name, name))
+		if !names.claim(m, "prompt", p.Name, name, existing[name] != nil) {
 			continue
 		}
 		upstream := p.Name
@@ -280,8 +281,7 @@ func (h *Hub) aggregateResources(c *child, resources []mcp.Resource, names claim
 	var out []server.ServerResource
 	for _, r := range resources {
 		uri := NamespacedURI(c.name, r.URI)
-		if !names.claim("resource", uri, existing[uri] != nil) {
-			m.collisions = append(m.collisions, fmt.Sprintf("resource %s (as %s)", r.URI, uri))
+		if !names.claim(m, "resource", r.URI, uri, existing[uri] != nil) {
 			continue
 		}
 		r.URI, r.Name = uri, Namespaced(c.name, r.Name)
@@ -302,8 +302,7 @@ func (h *Hub) aggregateTemplates(c *child, templates []mcp.ResourceTemplate, nam
 			h.log.Warn("resource template not served on /mcp", "server", c.name, "template", raw, "err", err)
 			continue
 		}
-		if !names.claim("template", raw, false) {
-			m.collisions = append(m.collisions, fmt.Sprintf("resource template %s (as %s)", t.URITemplate.Raw(), raw))
+		if !names.claim(m, "resource template", t.URITemplate.Raw(), raw, false) {
 			continue
 		}
 		t.URITemplate, t.Name = &mcp.URITemplate{Template: tpl}, Namespaced(c.name, t.Name)
