@@ -60,8 +60,8 @@ func agentsBench(lm string) error {
 	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | |\n", floor)
 	fmt.Println()
 	fmt.Println("Where it bends: the gateway's writes share durable commits (the reference is one commit each), but every change " +
-		"wakes every waiting get_user_request, and each wake is a claim attempt under the store's lock: with N agents waiting, " +
-		"an add costs N attempts, and at hundreds of agents producers in other processes wait for the lock past their timeout. " +
+		"wakes every waiting get_user_request, and each wake is a claim attempt in the next shared commit: with N agents waiting, " +
+		"an add costs N attempts, so the rate falls as agents are added. " +
 		"One claimer per process handing instructions to its waiters in turn is what would move it.")
 	fmt.Println()
 	return nil
