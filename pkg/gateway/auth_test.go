@@ -338,6 +338,7 @@ func TestServersInstallIsThePersons(t *testing.T) {
 		{"no token", install, "", 401},
 		{"an agent's token", install, "Bearer " + agentTok, 403},
 		{"the person, allowing scripts", `{"package":"` + pkg + `","allow_scripts":true}`, g.auth(), 403},
+		{"the person, with a field the installer does not take", `{"package":"` + pkg + `","prefix":"/tmp"}`, g.auth(), 400},
 	} {
 		if code, body := g.do("POST", "/servers/install", c.body, "Authorization", c.auth); code != c.status {
 			t.Errorf("%s: POST /servers/install = %d %v, want %d", c.name, code, body, c.status)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"lmtool.dev/lm/pkg/httpjson"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -61,9 +63,18 @@ func (h *Hub) Handler(sessions mcpx.Sessions) http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("POST /servers/install", func(w http.ResponseWriter, r *http.Request) {
+		// The same strict reading as every operation's input: a field the
+		// installer does not know is refused, not silently dropped.
 		var in servers.InstallInput
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Package == "" {
-			writeError(w, op.Errorf(op.KindInvalid, "the body must be {\"package\": \"@org/mcp-server\", \"name\": \"optional\"}"))
+		data, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err == nil {
+			err = jsonio.DecodeStrict(data, &in)
+		}
+		if err == nil && in.Package == "" {
+			err = errors.New("package is required")
+		}
+		if err != nil {
+			writeError(w, op.Errorf(op.KindInvalid, "install body: %w", err).WithHint(`send {"package": "@org/mcp-server", "name": "optional"}`))
 			return
 		}
 		caller, _ := op.CallerFrom(r.Context())
