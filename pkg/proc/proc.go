@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -68,14 +69,15 @@ func Running(pid int) bool {
 
 // BootID names this boot of the machine ("" where the kernel does not
 // say): a pid or start time recorded in another boot names nothing that
-// still runs, even when a process of this boot happens to have it.
-func BootID() string {
+// still runs, even when a process of this boot happens to have it. It is
+// read once: a process outlives no boot.
+var BootID = sync.OnceValue(func() string {
 	data, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {
 		return ""
 	}
 	return string(bytes.TrimSpace(data))
-}
+})
 
 // Process names one process across pid reuse: its pid and start time.
 type Process struct {
