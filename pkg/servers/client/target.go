@@ -46,7 +46,7 @@ func (t Target) String() string {
 	case t.Name != "":
 		return t.Name
 	case t.URL != "":
-		return t.URL
+		return t.hidden().Replace(t.URL)
 	default:
 		return strings.Join(t.Command, " ")
 	}
@@ -98,6 +98,31 @@ func (t Target) withoutSecrets() Target {
 		}
 	}
 	return t
+}
+
+// hidden masks the URL's credentials (its password, the values of query
+// parameters named like a key or token) wherever a message quotes the URL,
+// as it was given or as net/http and url.URL.Redacted quote it (the
+// password masked, the query not).
+func (t Target) hidden() *strings.Replacer {
+	u, err := url.Parse(t.URL)
+	if err != nil || t.URL == "" {
+		return strings.NewReplacer()
+	}
+	masked, quoted := *u, t.URL
+	if password, has := u.User.Password(); has {
+		masked.User = url.UserPassword(u.User.Username(), "***")
+		quoted = strings.Replace(t.URL, ":"+password+"@", ":***@", 1) // net/http's own masking
+	}
+	q := u.Query()
+	for k := range q {
+		if credentialName(k) {
+			q.Set(k, "***")
+		}
+	}
+	masked.RawQuery = q.Encode()
+	display := strings.ReplaceAll(masked.String(), "%2A%2A%2A", "***")
+	return strings.NewReplacer(t.URL, display, quoted, display, u.Redacted(), display)
 }
 
 // credentialName says whether a header or query parameter is named like
