@@ -29,12 +29,21 @@ func teamEnv(home, url string) []string {
 // lm store migrate and returns its URL.
 func teamDatabase(t *testing.T) string {
 	t.Helper()
-	url := pgtest.Own(t).URL(t)
+	_, url := teamCluster(t)
+	return url
+}
+
+// teamCluster is teamDatabase with the cluster, for a test that stops and
+// starts it.
+func teamCluster(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	cluster := pgtest.Own(t)
+	url := cluster.URL(t)
 	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "store", "migrate", "-r", "--jq", `"\(.from) \(.to)"`)
 	if out != "0 1\n" {
 		t.Fatalf("lm store migrate: %q", out)
 	}
-	return url
+	return cluster, url
 }
 
 // TestPostgresExactlyOnceAcrossProcesses races 2 producer processes adding
