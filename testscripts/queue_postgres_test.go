@@ -198,12 +198,16 @@ func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
 		"postgres://lm@127.0.0.1:1/lm?connect_timeout=2&password=hunter2",
 		"postgres://lm@127.0.0.1:1/lm?sslpassword=hunter2&connect_timeout=2",
 	} {
-		for _, args := range [][]string{{"queue", "list"}, {"store", "queue"}} {
+		for _, args := range [][]string{{"queue", "list"}, {"store", "queue"}, {"store", "info"}, {"store", "check"},
+			{"store", "backup", filepath.Join(home, "backup.db")}} {
 			cmd = exec.Command("lm", args...)
 			cmd.Env = append(lmEnv(home), "LM_STORE="+url)
 			out, err = cmd.CombinedOutput()
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
 				t.Fatalf("lm %s on an unreachable database: %v %s", strings.Join(args, " "), err, out)
+			}
+			if _, err := os.Stat(filepath.Join(home, "backup.db")); err == nil {
+				t.Fatalf("lm %s on an unreachable database wrote the local store's copy", strings.Join(args, " "))
 			}
 		}
 	}

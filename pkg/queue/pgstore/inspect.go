@@ -1,0 +1,199 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"lmtool.dev/lm/pkg/queue"
+)
+
+// This file is what `lm store info` and `lm store check` read of a queue's
+// database. They connect without Open's schema check: info reports an
+// older or newer schema rather than refusing it, and check says why it
+// cannot judge one.
+
+// Summary is what `lm store info` says of a queue's database.
+type Summary struct {
+	Backend       string `json:"backend" jsonschema:"postgres"`
+	Where         string `json:"where" jsonschema:"the database URL with its password masked"`
+	Server        string `json:"server_version" jsonschema:"PostgreSQL's version"`
+	SchemaVersion int    `json:"schema_version" jsonschema:"the schema the database holds; 0 before lm store migrate"`
+	BinarySchema  int    `json:"binary_schema_version" jsonschema:"the schema this lm reads and writes"`
+	Identity      string `json:"identity,omitempty" jsonschema:"names the queue; event ids continue only within one"`
+	Pending       int64  `json:"pending_count"`
+	Consumed      int64  `json:"consumed_count"`
+	Agents        int64  `json:"agents"`
+	EventsKept    int64  `json:"events_kept" jsonschema:"events still in the log (older ones are trimmed)"`
+	LastEvent     int64  `json:"last_event_id"`
+	SizeBytes     int64  `json:"size_bytes" jsonschema:"what lm's tables and their indexes take on disk"`
+}
+
+// Describe reads the summary of the queue's database at raw.
+func Describe(ctx context.Context, raw string) (Summary, error) {
+	pool, shown, err := connect(ctx, raw)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer pool.Close()
+	s := &Storage{pool: pool, shown: shown}
+	out := Summary{Backend: "postgres", Where: shown, BinarySchema: SchemaVersion}
+	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(t pgx.Tx) error {
+		if err := t.QueryRow(ctx, "SHOW server_version").Scan(&out.Server); err != nil {
+			return err
+		}
+		if out.SchemaVersion, err = version(ctx, t); err != nil || out.SchemaVersion != SchemaVersion {
+			// Another schema's tables are not this lm's to read.
+			return err
+		}
+		return t.QueryRow(ctx, `SELECT (SELECT identity FROM lm_queue_meta),
+				count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed'),
+				(SELECT count(*) FROM lm_queue_agents), (SELECT count(*) FROM lm_queue_events),
+				(SELECT event_seq FROM lm_queue_meta),
+				(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+					WHERE c.relkind IN ('r', 'S') AND c.relnamespace = current_schema()::regnamespace
+					AND (c.relname LIKE 'lm\_queue\_%' OR c.relname = 'lm_schema'))
+			FROM lm_queue_items`).
+			Scan(&out.Identity, &out.Pending, &out.Consumed, &out.Agents, &out.EventsKept, &out.LastEvent, &out.SizeBytes)
+	})
+	return out, s.fault(err)
+}
+
+// Report is what `lm store check` found in a queue's database.
+type Report struct {
+	Where         string   `json:"where" jsonschema:"the database URL with its password masked"`
+	SchemaVersion int      `json:"schema_version"`
+	OK            bool     `json:"ok"`
+	Problems      []string `json:"problems"`
+}
+
+// maxProblems bounds a report, as the local store's check does: a broken
+// invariant can hold for every row.
+const maxProblems = 100
+
+// Check verifies what the schema promises and a constraint cannot state:
+// one schema row and one row of counters; each consumed instruction with
+// its agent and time, and no pending one with them; orders unique among
+// the pending; the counters equal to what is stored; event ids within the
+// sequence; and every record readable as lm reads it. It reads one
+// snapshot, so writers working meanwhile never show as damage. A schema
+// other than this lm's is an error (exit 6), not a problem: its
+// invariants are another lm's to check.
+func Check(ctx context.Context, raw string) (Report, error) {
+	pool, shown, err := connect(ctx, raw)
+	if err != nil {
+		return Report{}, err
+	}
+	defer pool.Close()
+	s := &Storage{pool: pool, shown: shown}
+	if err := s.checkSchema(ctx); err != nil {
+		return Report{}, err
+	}
+	out := Report{Where: shown, SchemaVersion: SchemaVersion, Problems: []string{}}
+	report := func(format string, args ...any) {
+		switch {
+		case len(out.Problems) < maxProblems:
+			out.Problems = append(out.Problems, fmt.Sprintf(format, args...))
+		case len(out.Problems) == maxProblems:
+			out.Problems = append(out.Problems, "more problems not listed")
+		}
+	}
+	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(t pgx.Tx) error {
+		for _, c := range invariants {
+			rows, err := t.Query(ctx, c.query)
+			if err != nil {
+				return fmt.Errorf("check %s: %w", c.what, err)
+			}
+			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("check %s: %w", c.what, err)
+			}
+			for _, f := range found {
+				report("%s: %s", c.what, f)
+			}
+		}
+		return readable(ctx, t, report)
+	})
+	if err != nil {
+		return Report{}, s.fault(err)
+	}
+	out.OK = len(out.Problems) == 0
+	return out, nil
+}
+
+// invariants are queries that return one line per violation.
+var invariants = []struct{ what, query string }{
+	{"lm_schema must hold one row", `SELECT count(*) || ' rows' FROM lm_schema HAVING count(*) <> 1`},
+	{"lm_queue_meta must hold one row", `SELECT count(*) || ' rows' FROM lm_queue_meta HAVING count(*) <> 1`},
+	{"a consumed instruction lacks its agent or time", `SELECT id FROM lm_queue_items
+		WHERE status = 'consumed' AND (consumed_by IS NULL OR consumed_by = '' OR consumed_at IS NULL) ORDER BY id LIMIT 101`},
+	{"a pending instruction carries a consumer", `SELECT id FROM lm_queue_items
+		WHERE status = 'pending' AND (consumed_by IS NOT NULL OR consumed_at IS NOT NULL OR unacknowledged OR consumer IS NOT NULL) ORDER BY id LIMIT 101`},
+	{"pending instructions share an order", `SELECT ord || ': ' || string_agg(id, ', ' ORDER BY id) FROM lm_queue_items
+		WHERE status = 'pending' GROUP BY ord HAVING count(*) > 1 ORDER BY ord LIMIT 101`},
+	{"an instruction has no order", `SELECT id FROM lm_queue_items WHERE status = 'pending' AND ord <= 0 ORDER BY id LIMIT 101`},
+	{"the counters disagree with what is stored", `SELECT format('pending_count %s, %s pending; consumed_count %s, %s consumed',
+			m.pending_count, c.pending, m.consumed_count, c.consumed)
+		FROM lm_queue_meta m, (SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
+			count(*) FILTER (WHERE status = 'consumed') AS consumed FROM lm_queue_items) c
+		WHERE m.pending_count <> c.pending OR m.consumed_count <> c.consumed`},
+	{"an event's id is beyond the event sequence", `SELECT e.id || ' (sequence at ' || m.event_seq || ')' FROM lm_queue_events e, lm_queue_meta m
+		WHERE e.id > m.event_seq OR e.id <= 0 ORDER BY e.id LIMIT 101`},
+	{"an agent's record names another agent", `SELECT agent_id FROM lm_queue_agents
+		WHERE agent->>'agent_id' IS DISTINCT FROM agent_id ORDER BY agent_id LIMIT 101`},
+}
+
+// readable reads every instruction, agent and the settings as the queue
+// does, reporting each record it would reject.
+func readable(ctx context.Context, t pgx.Tx, report func(string, ...any)) error {
+	rows, err := t.Query(ctx, "SELECT "+columns+" FROM lm_queue_items ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			report("instruction %s cannot be read: %v", r.ID, err)
+			continue
+		}
+		if strings.TrimSpace(r.Content) == "" {
+			report("instruction %s is empty", r.ID)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	agents, err := t.Query(ctx, "SELECT agent_id, agent::text FROM lm_queue_agents ORDER BY agent_id")
+	if err != nil {
+		return err
+	}
+	for agents.Next() {
+		var id, raw string
+		if err := agents.Scan(&id, &raw); err != nil {
+			return err
+		}
+		var a queue.Agent
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			report("agent %s cannot be read: %v", id, err)
+		}
+	}
+	if err := agents.Err(); err != nil {
+		return err
+	}
+	var settings []byte
+	err = t.QueryRow(ctx, "SELECT settings::text FROM lm_queue_settings").Scan(&settings)
+	if err == pgx.ErrNoRows {
+		return nil // none stored yet: the defaults hold
+	}
+	if err != nil {
+		return err
+	}
+	s := queue.DefaultSettings()
+	if err := json.Unmarshal(settings, &s); err != nil {
+		report("the queue settings cannot be read: %v", err)
+	}
+	return nil
+}
