@@ -147,11 +147,18 @@ func TestPostgresStoreCommands(t *testing.T) {
 		cmd := exec.Command(psql(t), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", backup.Queue.File, into)
 		return cmd.CombinedOutput()
 	}
-	// Into a database lm never migrated: refused, nothing written.
+	// A database lm never migrated: info says so, check cannot judge it.
+	other := teamEnv(t.TempDir(), restored)
+	if out, _ := runLMEnv(t, other, "", "store", "info", "-r", "--jq", `"\(.queue.schema_version) \(.queue.binary_schema_version)"`); out != "0 1\n" {
+		t.Errorf("lm store info on a database without lm's schema: %q", out)
+	}
+	if _, stderr, code := lmResult(t, other, "", "store", "check"); code != 6 || !strings.Contains(stderr, "lm store migrate") {
+		t.Errorf("lm store check on a database without lm's schema: exit %d: %s", code, stderr)
+	}
+	// Restoring there is refused, and writes nothing.
 	if msg, err := restore(restored); err == nil || !strings.Contains(string(msg), "lm_schema") {
 		t.Errorf("restoring into a database without lm's schema: %v %s", err, msg)
 	}
-	other := teamEnv(t.TempDir(), restored)
 	runLMEnv(t, other, "", "store", "migrate")
 	runLMEnv(t, other, "", "queue", "add", "replaced by the restore")
 	if msg, err := restore(restored); err != nil {

@@ -120,21 +120,19 @@ func backup(ctx context.Context, env *op.Env, in BackupInput) (BackupOutput, err
 	if err != nil {
 		return BackupOutput{}, err
 	}
-	var export string
+	var out BackupOutput
 	switch {
 	case database == "" && in.QueueFile != "":
 		return BackupOutput{}, op.Errorf(op.KindInvalid, "--queue-file is for a queue in a database; this queue is in the local store, which %s holds", dest).
 			WithHint("leave --queue-file out, or name the database with --store postgres://… or LM_STORE")
 	case database != "":
-		if export, err = destination(env, "backup", cmp.Or(in.QueueFile, in.File+".queue.sql")); err != nil {
+		export, err := destination(env, "backup", cmp.Or(in.QueueFile, in.File+".queue.sql"))
+		if err != nil {
 			return BackupOutput{}, err
 		}
 		if export == dest {
 			return BackupOutput{}, op.Errorf(op.KindInvalid, "backup: the local store's copy and the queue's export would both be %s", dest)
 		}
-	}
-	var out BackupOutput
-	if database != "" {
 		// The database first: it is what may be unreachable, and then
 		// nothing is written.
 		queue, err := pgstore.Backup(ctx, database, export, in.Force)

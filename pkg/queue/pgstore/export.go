@@ -52,7 +52,7 @@ func Backup(ctx context.Context, raw, path string, replace bool) (Export, error)
 		}
 		// A sequence carries on from where it was (none in schema 1;
 		// a later one may add them).
-		sequences, err := pgx.CollectRows(mustQuery(ctx, t, `SELECT format('SELECT setval(%L, %s, %s);',
+		sequences, err := pgx.CollectRows(query(ctx, t, `SELECT format('SELECT setval(%L, %s, %s);',
 				sequencename, coalesce(last_value, start_value), last_value IS NOT NULL)
 			FROM pg_sequences WHERE schemaname = current_schema() AND sequencename LIKE 'lm\_%' ORDER BY sequencename`), pgx.RowTo[string])
 		if err != nil {
@@ -125,7 +125,7 @@ func names(ts []table) []string {
 // their stored columns, as the catalog has them, so the export follows
 // the schema whatever version wrote it.
 func lmTables(ctx context.Context, t pgx.Tx) ([]table, error) {
-	rows := mustQuery(ctx, t, `SELECT c.relname, array_agg(a.attname::text ORDER BY a.attnum)
+	rows := query(ctx, t, `SELECT c.relname, array_agg(a.attname::text ORDER BY a.attnum)
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
 		WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace AND c.relname LIKE 'lm\_queue\_%'
 			AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
@@ -144,8 +144,9 @@ func lmTables(ctx context.Context, t pgx.Tx) ([]table, error) {
 	})
 }
 
-// mustQuery runs a query whose error pgx.CollectRows reports.
-func mustQuery(ctx context.Context, t pgx.Tx, sql string) pgx.Rows {
+// query runs sql; its error, if any, is the rows' (pgx.CollectRows
+// reports it).
+func query(ctx context.Context, t pgx.Tx, sql string) pgx.Rows {
 	rows, _ := t.Query(ctx, sql)
 	return rows
 }

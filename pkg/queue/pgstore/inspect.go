@@ -41,25 +41,27 @@ func Describe(ctx context.Context, raw string) (Summary, error) {
 	defer pool.Close()
 	s := &Storage{pool: pool, shown: shown}
 	out := Summary{Backend: "postgres", Where: shown, BinarySchema: SchemaVersion}
-	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(t pgx.Tx) error {
-		if err := t.QueryRow(ctx, "SHOW server_version").Scan(&out.Server); err != nil {
-			return err
-		}
-		if out.SchemaVersion, err = version(ctx, t); err != nil || out.SchemaVersion != SchemaVersion {
-			// Another schema's tables are not this lm's to read.
-			return err
-		}
-		return t.QueryRow(ctx, `SELECT (SELECT identity FROM lm_queue_meta),
-				count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed'),
-				(SELECT count(*) FROM lm_queue_agents), (SELECT count(*) FROM lm_queue_events),
-				(SELECT event_seq FROM lm_queue_meta),
-				(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-					WHERE c.relkind IN ('r', 'S') AND c.relnamespace = current_schema()::regnamespace
-					AND (c.relname LIKE 'lm\_queue\_%' OR c.relname = 'lm_schema'))
-			FROM lm_queue_items`).
-			Scan(&out.Identity, &out.Pending, &out.Consumed, &out.Agents, &out.EventsKept, &out.LastEvent, &out.SizeBytes)
-	})
-	return out, s.fault(err)
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&out.Server); err != nil {
+		return Summary{}, s.fault(err)
+	}
+	if out.SchemaVersion, err = version(ctx, pool); err != nil || out.SchemaVersion != SchemaVersion {
+		// Another schema's tables are not this lm's to read.
+		return out, s.fault(err)
+	}
+	// One statement: one snapshot, so the counts agree with each other.
+	err = pool.QueryRow(ctx, `SELECT (SELECT identity FROM lm_queue_meta),
+			count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed'),
+			(SELECT count(*) FROM lm_queue_agents), (SELECT count(*) FROM lm_queue_events),
+			(SELECT event_seq FROM lm_queue_meta),
+			(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+				WHERE c.relkind IN ('r', 'S') AND c.relnamespace = current_schema()::regnamespace
+				AND (c.relname LIKE 'lm\_queue\_%' OR c.relname = 'lm_schema'))
+		FROM lm_queue_items`).
+		Scan(&out.Identity, &out.Pending, &out.Consumed, &out.Agents, &out.EventsKept, &out.LastEvent, &out.SizeBytes)
+	if err != nil {
+		return Summary{}, s.fault(err)
+	}
+	return out, nil
 }
 
 // Report is what `lm store check` found in a queue's database.
