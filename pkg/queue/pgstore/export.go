@@ -146,8 +146,8 @@ func lmTables(ctx context.Context, t pgx.Tx) ([]table, error) {
 
 // query runs sql; its error, if any, is the rows' (pgx.CollectRows
 // reports it).
-func query(ctx context.Context, t pgx.Tx, sql string) pgx.Rows {
-	rows, _ := t.Query(ctx, sql)
+func query(ctx context.Context, t pgx.Tx, sql string, args ...any) pgx.Rows {
+	rows, _ := t.Query(ctx, sql, args...)
 	return rows
 }
 

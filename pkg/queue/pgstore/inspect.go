@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"lmtool.dev/lm/pkg/queue"
 )
@@ -48,20 +49,35 @@ func Describe(ctx context.Context, raw string) (Summary, error) {
 		// Another schema's tables are not this lm's to read.
 		return out, s.fault(err)
 	}
-	// One statement: one snapshot, so the counts agree with each other.
-	err = pool.QueryRow(ctx, `SELECT (SELECT identity FROM lm_queue_meta),
-			count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed'),
-			(SELECT count(*) FROM lm_queue_agents), (SELECT count(*) FROM lm_queue_events),
-			(SELECT event_seq FROM lm_queue_meta),
-			(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-				WHERE c.relkind IN ('r', 'S') AND c.relnamespace = current_schema()::regnamespace
-				AND (c.relname LIKE 'lm\_queue\_%' OR c.relname = 'lm_schema'))
-		FROM lm_queue_items`).
-		Scan(&out.Identity, &out.Pending, &out.Consumed, &out.Agents, &out.EventsKept, &out.LastEvent, &out.SizeBytes)
+	err = snapshot(ctx, pool, func(t pgx.Tx, q *tx) error {
+		// The newest event id as the queue itself reads it.
+		out.LastEvent = int64(q.LastEvent())
+		if q.err != nil {
+			return q.err
+		}
+		return t.QueryRow(ctx, `SELECT (SELECT identity FROM lm_queue_meta),
+				count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed'),
+				(SELECT count(*) FROM lm_queue_agents), (SELECT count(*) FROM lm_queue_events),
+				(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+					WHERE c.relkind IN ('r', 'S') AND c.relnamespace = current_schema()::regnamespace
+					AND (c.relname LIKE 'lm\_queue\_%' OR c.relname = 'lm_schema'))
+			FROM lm_queue_items`).
+			Scan(&out.Identity, &out.Pending, &out.Consumed, &out.Agents, &out.EventsKept, &out.SizeBytes)
+	})
 	if err != nil {
 		return Summary{}, s.fault(err)
 	}
 	return out, nil
+}
+
+// snapshot runs fn in one read-only REPEATABLE READ transaction, so all it
+// reads agrees while writers carry on. q reads through the queue's own
+// transaction code (the stored counters, the newest event id), on the
+// same snapshot, so what the schema keeps where is said in one place.
+func snapshot(ctx context.Context, pool *pgxpool.Pool, fn func(t pgx.Tx, q *tx) error) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(t pgx.Tx) error {
+		return fn(t, &tx{ctx: ctx, conn: t.Conn()})
+	})
 }
 
 // Report is what `lm store check` found in a queue's database.
@@ -103,19 +119,18 @@ func Check(ctx context.Context, raw string) (Report, error) {
 			out.Problems = append(out.Problems, "more problems not listed")
 		}
 	}
-	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(t pgx.Tx) error {
+	err = snapshot(ctx, pool, func(t pgx.Tx, q *tx) error {
 		for _, c := range invariants {
-			rows, err := t.Query(ctx, c.query)
-			if err != nil {
-				return fmt.Errorf("check %s: %w", c.what, err)
-			}
-			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			found, err := pgx.CollectRows(query(ctx, t, c.query), pgx.RowTo[string])
 			if err != nil {
 				return fmt.Errorf("check %s: %w", c.what, err)
 			}
 			for _, f := range found {
 				report("%s: %s", c.what, f)
 			}
+		}
+		if err := counters(ctx, t, q, report); err != nil {
+			return err
 		}
 		return readable(ctx, t, report)
 	})
@@ -137,15 +152,36 @@ var invariants = []struct{ what, query string }{
 	{"pending instructions share an order", `SELECT ord || ': ' || string_agg(id, ', ' ORDER BY id) FROM lm_queue_items
 		WHERE status = 'pending' GROUP BY ord HAVING count(*) > 1 ORDER BY ord LIMIT 101`},
 	{"an instruction has no order", `SELECT id FROM lm_queue_items WHERE status = 'pending' AND ord <= 0 ORDER BY id LIMIT 101`},
-	{"the counters disagree with what is stored", `SELECT format('pending_count %s, %s pending; consumed_count %s, %s consumed',
-			m.pending_count, c.pending, m.consumed_count, c.consumed)
-		FROM lm_queue_meta m, (SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
-			count(*) FILTER (WHERE status = 'consumed') AS consumed FROM lm_queue_items) c
-		WHERE m.pending_count <> c.pending OR m.consumed_count <> c.consumed`},
-	{"an event's id is beyond the event sequence", `SELECT e.id || ' (sequence at ' || m.event_seq || ')' FROM lm_queue_events e, lm_queue_meta m
-		WHERE e.id > m.event_seq OR e.id <= 0 ORDER BY e.id LIMIT 101`},
 	{"an agent's record names another agent", `SELECT agent_id FROM lm_queue_agents
 		WHERE agent->>'agent_id' IS DISTINCT FROM agent_id ORDER BY agent_id LIMIT 101`},
+}
+
+// counters compares the counts and the event sequence the queue keeps
+// with what is stored.
+func counters(ctx context.Context, t pgx.Tx, q *tx, report func(string, ...any)) error {
+	pending, consumed := q.Counts()
+	last := q.LastEvent()
+	if q.err != nil {
+		return q.err
+	}
+	var stored struct{ pending, consumed int }
+	if err := t.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'consumed')
+		FROM lm_queue_items`).Scan(&stored.pending, &stored.consumed); err != nil {
+		return err
+	}
+	if pending != stored.pending || consumed != stored.consumed {
+		report("the counters disagree with what is stored: they count %d pending and %d consumed, the table holds %d and %d",
+			pending, consumed, stored.pending, stored.consumed)
+	}
+	beyond, err := pgx.CollectRows(query(ctx, t,
+		`SELECT id::text FROM lm_queue_events WHERE id > $1 OR id <= 0 ORDER BY id LIMIT 101`, int64(last)), pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, id := range beyond {
+		report("an event's id is beyond the event sequence (at %d): %s", last, id)
+	}
+	return nil
 }
 
 // readable reads every instruction, agent and the settings as the queue
