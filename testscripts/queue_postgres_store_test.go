@@ -25,6 +25,15 @@ func psql(t *testing.T) string {
 	return found[len(found)-1]
 }
 
+// restoreExport restores an export lm store backup wrote into the
+// database at url with psql, as the README says, and returns what psql
+// printed.
+func restoreExport(t *testing.T, file, url string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(psql(t), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", file, url)
+	return cmd.CombinedOutput()
+}
+
 // sqlExec runs statements on the database at url, as a person with psql
 // would, to damage it on purpose.
 func sqlExec(t *testing.T, url string, statements ...string) {
@@ -143,10 +152,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 	}
 
 	restored := cluster.URL(t)
-	restore := func(into string) ([]byte, error) {
-		cmd := exec.Command(psql(t), "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", backup.Queue.File, into)
-		return cmd.CombinedOutput()
-	}
+	restore := func(into string) ([]byte, error) { return restoreExport(t, backup.Queue.File, into) }
 	// A database lm never migrated: info says so, check cannot judge it.
 	other := teamEnv(t.TempDir(), restored)
 	if out, _ := runLMEnv(t, other, "", "store", "info", "-r", "--jq", `"\(.queue.schema_version) \(.queue.binary_schema_version)"`); out != "0 1\n" {

@@ -447,12 +447,13 @@ func (l *teamLoad) check(env []string) {
 // instructions through the gateways' HTTP API and with
 // `lm queue add --jsonl`, and the 2 CLIs take with `lm queue next`: each
 // instruction reaches exactly one consumer. (10,000 take about a minute on
-// two cores: lmbench postgres runs that many.)
+// two cores: lmbench postgres runs that many.) lm store check and backup
+// meanwhile see a sound, consistent queue.
 func TestPostgresTeamExactlyOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many processes and sessions: not in -short")
 	}
-	url := teamDatabase(t)
+	cluster, url := teamCluster(t)
 	admin := teamEnv(t.TempDir(), url)
 	runLMEnv(t, admin, "", "queue", "config", "default_wait_seconds=1")
 	var bases []string
@@ -476,8 +477,26 @@ func TestPostgresTeamExactlyOnce(t *testing.T) {
 		load.cliProducer(teamEnv(t.TempDir(), url), fmt.Sprintf("cli-add-%d", p), cliAdds, 100)
 	}
 	began := time.Now()
+	// Checked and backed up while every process writes: each reads one
+	// snapshot, so the writers show as no damage and the export is
+	// consistent.
+	within(t, load.reached(1000), "1,000 deliveries")
+	if out, code := runLMEnv(t, admin, "", "store", "check", "-r", "--jq", `"\(.ok) \(.queue.problems)"`); code != 0 || out != "true []\n" {
+		t.Errorf("lm store check under load: exit %d: %s", code, out)
+	}
+	backup := filepath.Join(t.TempDir(), "lm.db")
+	runLMEnv(t, admin, "", "store", "backup", backup)
 	load.finish()
 	t.Logf("%d instructions delivered in %s", load.deliveries(), time.Since(began).Round(time.Millisecond))
+	second := cluster.URL(t)
+	restored := teamEnv(t.TempDir(), second)
+	runLMEnv(t, restored, "", "store", "migrate")
+	if msg, err := restoreExport(t, backup+".queue.sql", second); err != nil {
+		t.Fatalf("restoring the export taken under load: %v %s", err, msg)
+	}
+	if out, code := runLMEnv(t, restored, "", "store", "check", "-r", "--jq", `"\(.ok) \(.queue.problems)"`); code != 0 || out != "true []\n" {
+		t.Errorf("lm store check of the export taken under load, restored: exit %d: %s", code, out)
+	}
 	const total = 3*httpPerGateway + 2*cliAdds
 	if n := len(load.added); n != total || load.deliveries() != total {
 		t.Errorf("%d adds acknowledged and %d delivered, want %d each", n, load.deliveries(), total)
