@@ -136,6 +136,10 @@ func TestPostgresStoreCommands(t *testing.T) {
 	if backup.File != filepath.Join(dir, "lm.db") || backup.Queue.File != backup.File+".queue.sql" || backup.Queue.Rows["lm_queue_items"] != 3 {
 		t.Errorf("lm store backup: %s", out)
 	}
+	// The local part is the store lm.db was, whole: its own check passes.
+	if out, code := runLMEnv(t, lmEnv(t.TempDir()), "", "--store", backup.File, "store", "check", "-r", "--jq", ".ok"); code != 0 || out != "true\n" {
+		t.Errorf("lm store check of the local store's copy: exit %d: %s", code, out)
+	}
 	export, err := os.ReadFile(backup.Queue.File)
 	if err != nil {
 		t.Fatal(err)
