@@ -192,13 +192,13 @@ func TestPostgresStoreCommands(t *testing.T) {
 	runLMEnv(t, other, "", "queue", "add", "after the restore")
 
 	// Damage each invariant the check promises to see.
+	// (A row inserted behind lm's back is one its counters do not count.)
 	sqlExec(t, url,
 		"UPDATE lm_queue_items SET consumed_by = '' WHERE status = 'consumed'",
-		"UPDATE lm_queue_items SET ord = 7 WHERE status = 'pending'",
-		"UPDATE lm_queue_meta SET pending_count = pending_count + 5",
-		"INSERT INTO lm_queue_events VALUES ((SELECT event_seq + 10 FROM lm_queue_meta), 'instruction.created', now(), '{}')",
-		"UPDATE lm_queue_agents SET agent = '{\"agent_id\": \"someone else\"}'",
 		"INSERT INTO lm_queue_items (id, content, status, created_at, updated_at, ord, consumer) VALUES ('01BROKEN', 'x', 'pending', now(), now(), 99, '[1]')",
+		"UPDATE lm_queue_items SET ord = 7 WHERE status = 'pending'",
+		"INSERT INTO lm_queue_events (id, type, at, data) VALUES (-1, 'instruction.created', now(), '{}')",
+		"UPDATE lm_queue_agents SET agent = '{\"agent_id\": \"someone else\"}'",
 	)
 	out, stderr, code := lmResult(t, env, "", "store", "check")
 	noSecret("lm store check on a damaged database", out+stderr)
@@ -209,7 +209,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 		"a consumed instruction lacks its agent or time",
 		"pending instructions share an order: 7:",
 		"the counters disagree with what is stored",
-		"an event's id is beyond the event sequence",
+		"an event's id is outside the event sequence",
 		"an agent's record names another agent: worker",
 		"a pending instruction carries a consumer: 01BROKEN",
 		"instruction 01BROKEN cannot be read",

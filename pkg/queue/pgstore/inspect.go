@@ -179,7 +179,7 @@ func counters(ctx context.Context, t pgx.Tx, q *tx, report func(string, ...any))
 		return err
 	}
 	for _, id := range beyond {
-		report("an event's id is beyond the event sequence (at %d): %s", last, id)
+		report("an event's id is outside the event sequence (1 to %d): %s", last, id)
 	}
 	return nil
 }
