@@ -3,6 +3,7 @@ package testscripts
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"lmtool.dev/lm/pkg/queue/pgstore"
 )
 
 // psql finds PostgreSQL's client, which restores an export.
@@ -105,7 +108,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := info.Queue
-	if q.Backend != "postgres" || !strings.Contains(q.Where, ":xxxxx@") || q.Schema != 1 || q.Identity == "" ||
+	if q.Backend != "postgres" || !strings.Contains(q.Where, ":xxxxx@") || q.Schema != pgstore.SchemaVersion || q.Identity == "" ||
 		q.Pending != 2 || q.Consumed != 1 || q.Agents != 1 || q.Events == 0 || q.Size == 0 || !strings.HasSuffix(info.Path, "lm.db") {
 		t.Errorf("lm store info: %s", out)
 	}
@@ -159,7 +162,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 	restore := func(into string) ([]byte, error) { return restoreExport(t, backup.Queue.File, into) }
 	// A database lm never migrated: info says so, check cannot judge it.
 	other := teamEnv(t.TempDir(), restored)
-	if out, _ := runLMEnv(t, other, "", "store", "info", "-r", "--jq", `"\(.queue.schema_version) \(.queue.binary_schema_version)"`); out != "0 1\n" {
+	if out, _ := runLMEnv(t, other, "", "store", "info", "-r", "--jq", `"\(.queue.schema_version) \(.queue.binary_schema_version)"`); out != fmt.Sprintf("0 %d\n", pgstore.SchemaVersion) {
 		t.Errorf("lm store info on a database without lm's schema: %q", out)
 	}
 	if _, stderr, code := lmResult(t, other, "", "store", "check"); code != 6 || !strings.Contains(stderr, "lm store migrate") {
