@@ -673,7 +673,16 @@ func TestPostgresTeamSurvivesFaults(t *testing.T) {
 		return strings.TrimSpace(out) == fmt.Sprint(waiters)
 	})
 	cluster.Down(t)
-	time.Sleep(time.Second) // long enough for every gateway's listener to notice
+	for _, base := range bases() {
+		resp, err := http.Get(base + "/api/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s/api/status while the database is down: %s", base, resp.Status)
+		}
+	}
 	cluster.Up(t)
 	var lines strings.Builder
 	var after []string
