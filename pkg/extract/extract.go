@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"regexp"
 	"runtime"
 	"slices"
 	"sync"
@@ -51,7 +50,7 @@ type Input struct {
 	MaxMatches       int      `json:"max_matches,omitempty" jsonschema:"pattern_match: stop after this many matches per file (default 1000)"`
 	helpercall.Request
 
-	regexps []*regexp.Regexp
+	patterns []pattern
 }
 
 // Spec is spec 001's nested extract object.
@@ -117,11 +116,11 @@ func (in *Input) Validate() error {
 			return op.Errorf(op.KindInvalid, "pattern_match needs at least one pattern").WithHint("pass --patterns REGEX")
 		}
 		for _, p := range in.Patterns {
-			re, err := regexp.Compile("(?m)" + p)
+			pat, err := compilePattern(p)
 			if err != nil {
 				return op.Errorf(op.KindInvalid, "pattern %q: %v", p, err).WithHint("patterns use Go's RE2 syntax")
 			}
-			in.regexps = append(in.regexps, re)
+			in.patterns = append(in.patterns, pat)
 		}
 	}
 	return nil
@@ -199,10 +198,15 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 // withMissing makes a file that does not exist fail the command as rg's
 // does (exit 3, the error on stderr) while the others' results still print.
 func withMissing(out Output, results map[string]FileResult) Output {
-	for _, name := range slices.Sorted(maps.Keys(results)) {
-		if r := results[name]; r.ErrorCategory == "file_not_found" {
-			out = out.WithNote(r.Error).WithExit(op.KindNotFound.ExitCode())
+	var missing []string // sorted alone: most calls have none, and sorting every name cost a big call dearly
+	for name, r := range results {
+		if r.ErrorCategory == "file_not_found" {
+			missing = append(missing, name)
 		}
+	}
+	slices.Sort(missing)
+	for _, name := range missing {
+		out = out.WithNote(results[name].Error).WithExit(op.KindNotFound.ExitCode())
 	}
 	return out
 }
@@ -275,7 +279,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 		read += int64(len(content))
 		mu.Unlock()
 		if matching { // matching costs no more than hashing: never cached
-			j.result, j.done = matchPatterns(content, in.regexps, in.Patterns, in.MaxMatches), true
+			j.result, j.done = matchPatterns(content, in.patterns, in.MaxMatches), true
 			return
 		}
 		j.content = content
