@@ -226,14 +226,45 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		read, err := dependencies(ctx, env, in, root, files, results)
 		return results, read, err
 	}
-	got, read, err := process(ctx, env, in, root, files)
+	var got []FileResult
+	var read int64
+	if in.TaskType == "pattern_match" {
+		got, read, err = search(ctx, in, root, files)
+	} else {
+		got, read, err = process(ctx, env, in, root, files)
+	}
 	if err != nil {
 		return nil, read, err
 	}
+	// Sized once: grown step by step, a map of thousands of results is
+	// copied a dozen times.
+	all := make(map[string]FileResult, len(files)+len(results))
+	maps.Copy(all, results)
 	for i, f := range files {
-		results[f.Name] = got[i]
+		all[f.Name] = got[i]
 	}
-	return results, read, err
+	return all, read, nil
+}
+
+// search matches the patterns in files, reading them in parallel, each
+// into its worker's buffer: matches copy what they keep, and are never
+// cached, since matching costs no more than hashing.
+func search(ctx context.Context, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
+	out := make([]FileResult, len(files))
+	var read atomic.Int64
+	parallel(ctx, len(files), func(i int) {
+		// Fresh buffers would cost page faults and GC.
+		buf := readBuffers.Get().(*[]byte)
+		defer readBuffers.Put(buf)
+		content, res, ok := readFile(root, files[i].rel, in.MaxFileBytes, buf)
+		if !ok {
+			out[i] = res
+			return
+		}
+		read.Add(int64(len(content)))
+		out[i] = matchPatterns(content, in.patterns, in.MaxMatches)
+	})
+	return out, read.Load(), ctx.Err()
 }
 
 // job is one file in flight.
@@ -245,14 +276,14 @@ type job struct {
 	done    bool
 }
 
-// process answers the task for files: read and hash in parallel, look the
+// process answers the task (any but pattern_match) for files: read and hash in parallel, look the
 // hashes up in the cache in one transaction, compute the misses in
 // parallel, and store them in one transaction.
 func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
 	jobs := make([]job, len(files))
-	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
+	useCache := !in.NoCache && env.Store != nil
 	taskKey := cacheTaskKey(in)
-	code := in.TaskType != "frontmatter" && in.TaskType != "pattern_match"
+	code := in.TaskType != "frontmatter"
 	var read int64
 	var mu sync.Mutex
 	parallel(ctx, len(files), func(i int) {
@@ -262,15 +293,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 			j.result, j.done = failed("unsupported_language", errUnsupported(j.file.Path)), true
 			return
 		}
-		matching := in.TaskType == "pattern_match"
-		var buf *[]byte
-		if matching {
-			// Matches copy what they keep, so the file's bytes can go
-			// back to the pool: fresh buffers cost page faults and GC.
-			buf = readBuffers.Get().(*[]byte)
-			defer readBuffers.Put(buf)
-		}
-		content, res, ok := readFile(root, j.file.rel, in.MaxFileBytes, buf)
+		content, res, ok := readFile(root, j.file.rel, in.MaxFileBytes, nil)
 		if !ok {
 			j.result, j.done = res, true
 			return
@@ -278,10 +301,6 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 		mu.Lock()
 		read += int64(len(content))
 		mu.Unlock()
-		if matching { // matching costs no more than hashing: never cached
-			j.result, j.done = matchPatterns(content, in.patterns, in.MaxMatches), true
-			return
-		}
 		j.content = content
 		if useCache {
 			// The language is part of the key: the same bytes scan
@@ -371,9 +390,8 @@ func ReadText(root *confine.Root, name string, limit int64) (content []byte, cat
 // file, setting up a poller regular files cannot use: over a big tree, that
 // was most of the system calls.
 func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
-	path := root.Abs(name)
 	notFound := func(op string, err error) ([]byte, FileResult, bool) {
-		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: path, Err: err}), false
+		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: root.Abs(name), Err: err}), false
 	}
 	fd, err := root.OpenFD(name)
 	if confine.IsOutside(err) {

@@ -71,8 +71,19 @@ func (p pattern) findAll(content []byte, n int) [][]int {
 		} else {
 			end += i
 		}
-		for _, loc := range p.re.FindAllIndex(content[start:end], n-len(locs)) {
-			locs = append(locs, []int{start + loc[0], start + loc[1]})
+		line := content[start:end]
+		lineLocs := [][]int{p.re.FindIndex(line)}
+		// A line most often holds one match: FindAllIndex would allocate
+		// room for ten. Only a line holding the literal again after the
+		// first match can hold another.
+		if first := lineLocs[0]; first == nil {
+			lineLocs = nil
+		} else if bytes.Contains(line[first[1]:], p.literal) {
+			lineLocs = p.re.FindAllIndex(line, n-len(locs))
+		}
+		for _, loc := range lineLocs {
+			loc[0], loc[1] = start+loc[0], start+loc[1]
+			locs = append(locs, loc)
 		}
 		from = end + 1
 	}
