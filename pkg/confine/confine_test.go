@@ -246,3 +246,76 @@ func TestAgentsDoNotReadLMsHome(t *testing.T) {
 		t.Errorf("an ordinary file: %q, %v", data, err)
 	}
 }
+
+// An opener keeping a directory open opens what OpenFD would, file by
+// file, while the tree changes under it: a file swapped for a link out is
+// refused, one swapped for a link inside is followed, and a directory
+// swapped for a link out leads nowhere: what the opener still reads is in
+// the directory it kept.
+func TestOpenerOpensWhatOpenFDWould(t *testing.T) {
+	root, outside := layout(t)
+	for _, name := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		os.WriteFile(filepath.Join(root, "d", name), []byte(name), 0o644)
+	}
+	os.WriteFile(filepath.Join(outside, "e.txt"), []byte(secret), 0o644)
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := r.Opener()
+	defer o.Close()
+	read := func(name string) (string, error) {
+		fd, err := o.OpenFD(name)
+		if err != nil {
+			return "", err
+		}
+		f := os.NewFile(uintptr(fd), name)
+		defer f.Close()
+		data, err := io.ReadAll(f)
+		return string(data), err
+	}
+	for _, name := range []string{"d/a.txt", "d/b.txt"} { // the second keeps d
+		if got, err := read(name); err != nil || got != filepath.Base(name) {
+			t.Fatalf("%s: %q, %v", name, got, err)
+		}
+	}
+	if o.dirFD < 0 {
+		t.Fatal("the opener did not keep the directory: the rest would test OpenFD only")
+	}
+	swap := func(name, target string) {
+		os.Remove(filepath.Join(root, name))
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap("d/c.txt", filepath.Join(outside, "secret.txt"))
+	if got, err := read("d/c.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a file swapped for a link out: %q, %v, want outside_root", got, err)
+	}
+	swap("d/d.txt", "a.txt")
+	if got, err := read("d/d.txt"); err != nil || got != "a.txt" {
+		t.Errorf("a file swapped for a link inside: %q, %v, want a.txt's content", got, err)
+	}
+	if err := os.Rename(filepath.Join(root, "d"), filepath.Join(root, "old")); err != nil {
+		t.Fatal(err)
+	}
+	swap("d", outside)
+	if got, err := read("d/e.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a directory swapped for a link out: %q, %v, want outside_root", got, err)
+	}
+	// The kept directory is the one moved, still in the root: its file,
+	// not what the link in its place leads to.
+	if got, err := read("d/b.txt"); err != nil || got != "b.txt" {
+		t.Errorf("a file of the kept directory, moved: %q, %v, want its own content", got, err)
+	}
+	os.WriteFile(filepath.Join(outside, "b2.txt"), []byte(secret), 0o644)
+	if got, err := read("d/b2.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a file only the link leads to: %q, %v, want outside_root", got, err)
+	}
+	for _, name := range waysOut {
+		if got, err := read(name); err == nil {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}

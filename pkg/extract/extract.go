@@ -252,11 +252,18 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 func search(ctx context.Context, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
 	out := make([]FileResult, len(files))
 	var read atomic.Int64
-	parallel(ctx, len(files), func(i int) {
+	// Each worker opens the files it takes through an opener of its own,
+	// which resolves a directory's path once, not once per file.
+	openers := make([]*confine.Opener, workers(len(files)))
+	for w := range openers {
+		openers[w] = root.Opener()
+		defer openers[w].Close()
+	}
+	parallel(ctx, len(files), func(w, i int) {
 		// Fresh buffers would cost page faults and GC.
 		buf := readBuffers.Get().(*[]byte)
 		defer readBuffers.Put(buf)
-		content, res, ok := readFile(root, files[i].rel, in.MaxFileBytes, buf)
+		content, res, ok := readOpened(root, openers[w].OpenFD, files[i].rel, in.MaxFileBytes, buf)
 		if !ok {
 			out[i] = res
 			return
@@ -286,7 +293,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 	code := in.TaskType != "frontmatter"
 	var read int64
 	var mu sync.Mutex
-	parallel(ctx, len(files), func(i int) {
+	parallel(ctx, len(files), func(_, i int) {
 		j := &jobs[i]
 		j.file = files[i]
 		if code && LanguageOf(j.file.Path) == "" { // known without reading it
@@ -317,7 +324,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 			return nil, 0, err
 		}
 	}
-	parallel(ctx, len(jobs), func(i int) {
+	parallel(ctx, len(jobs), func(_, i int) {
 		if j := &jobs[i]; !j.done {
 			var followed bool
 			j.result, followed = answer(in, root, j.file.Path, j.content)
@@ -390,10 +397,16 @@ func ReadText(root *confine.Root, name string, limit int64) (content []byte, cat
 // file, setting up a poller regular files cannot use: over a big tree, that
 // was most of the system calls.
 func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
+	return readOpened(root, root.OpenFD, name, limit, buf)
+}
+
+// readOpened is readFile opening the file with open (root's OpenFD, or an
+// opener's).
+func readOpened(root *confine.Root, open func(resolved string) (int, error), name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
 	notFound := func(op string, err error) ([]byte, FileResult, bool) {
 		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: root.Abs(name), Err: err}), false
 	}
-	fd, err := root.OpenFD(name)
+	fd, err := open(name)
 	if confine.IsOutside(err) {
 		return nil, failed("outside_root", err), false
 	}
@@ -451,21 +464,25 @@ func retryEINTR(fn func() (int, error)) (int, error) {
 // readBuffers recycles file buffers across pattern matches.
 var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// parallel runs fn(0..n-1) on one worker per CPU. Workers take the next
-// index from a shared counter: handing each one over a channel cost a
-// goroutine wake-up per file.
-func parallel(ctx context.Context, n int, fn func(i int)) {
+// parallel runs fn(w, 0..n-1) on workers(n) workers, w being the number of
+// the worker that runs it. Workers take the next index from a shared
+// counter: handing each one over a channel cost a goroutine wake-up per
+// file.
+func parallel(ctx context.Context, n int, fn func(w, i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
+	for w := range workers(n) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				fn(i)
+				fn(w, i)
 			}
 		})
 	}
 	wg.Wait()
 }
+
+// workers is how many workers parallel starts for n items: one per CPU.
+func workers(n int) int { return min(runtime.GOMAXPROCS(0), n) }
 
 // cacheVersion changes whenever a task's output for the same input would.
 const cacheVersion = "extract/2"
