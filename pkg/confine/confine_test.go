@@ -2,9 +2,12 @@ package confine
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -318,4 +321,55 @@ func TestOpenerOpensWhatOpenFDWould(t *testing.T) {
 			t.Errorf("%s: %q", name, got)
 		}
 	}
+}
+
+// A walk over many directories on several CPUs lists what a plain
+// filepath.WalkDir finds: every regular file once, no link followed, no
+// .git entered, sorted.
+func TestWalkOnEveryCPUListsWhatWalkDirFinds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	root, outside := layout(t)
+	for i := range 300 {
+		dir := filepath.Join(root, "w", fmt.Sprint(i%7), fmt.Sprint(i%11), fmt.Sprint(i%3))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644)
+		if i%50 == 0 {
+			os.Symlink(outside, filepath.Join(dir, "out"))
+			os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+			os.WriteFile(filepath.Join(dir, ".git", "HEAD"), nil, 0o644)
+		}
+	}
+	var want []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.Type().IsRegular():
+			rel, _ := filepath.Rel(root, path)
+			want = append(want, rel)
+		}
+		return nil
+	})
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for range 5 {
+		got, unreadable, err := r.Files(context.Background(), ".")
+		if err != nil || len(unreadable) > 0 || !slices.Equal(got, want) {
+			t.Fatalf("walk: %d files (%v, %v), WalkDir %d; first difference at %d", len(got), err, unreadable, len(want), firstDifference(got, want))
+		}
+	}
+}
+
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
