@@ -226,20 +226,18 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		read, err := dependencies(ctx, env, in, root, files, results)
 		return results, read, err
 	}
-	var got []FileResult
-	var read int64
-	if in.TaskType == "pattern_match" {
-		got, read, err = search(ctx, in, root, files)
-	} else {
-		got, read, err = process(ctx, env, in, root, files)
-	}
-	if err != nil {
-		return nil, read, err
-	}
 	// Sized once: grown step by step, a map of thousands of results is
 	// copied a dozen times.
 	all := make(map[string]FileResult, len(files)+len(results))
 	maps.Copy(all, results)
+	if in.TaskType == "pattern_match" {
+		read, err := search(ctx, in, root, files, all)
+		return all, read, err
+	}
+	got, read, err := process(ctx, env, in, root, files)
+	if err != nil {
+		return nil, read, err
+	}
 	for i, f := range files {
 		all[f.Name] = got[i]
 	}
@@ -247,10 +245,16 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 }
 
 // search matches the patterns in files, reading them in parallel, each
-// into its worker's buffer: matches copy what they keep, and are never
-// cached, since matching costs no more than hashing.
-func search(ctx context.Context, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
-	out := make([]FileResult, len(files))
+// into its worker's buffer (matches copy what they keep), and puts each
+// file's result in results as it comes. Matches are never cached: matching
+// costs no more than hashing.
+func search(ctx context.Context, in Input, root *confine.Root, files []File, results map[string]FileResult) (int64, error) {
+	var mu sync.Mutex
+	put := func(name string, r FileResult) {
+		mu.Lock()
+		results[name] = r
+		mu.Unlock()
+	}
 	var read atomic.Int64
 	// Each worker opens the files it takes through an opener of its own,
 	// which resolves a directory's path once, not once per file.
@@ -264,14 +268,13 @@ func search(ctx context.Context, in Input, root *confine.Root, files []File) ([]
 		buf := readBuffers.Get().(*[]byte)
 		defer readBuffers.Put(buf)
 		content, res, ok := readOpened(root, openers[w].OpenFD, files[i].rel, in.MaxFileBytes, buf)
-		if !ok {
-			out[i] = res
-			return
+		if ok {
+			read.Add(int64(len(content)))
+			res = matchPatterns(content, in.patterns, in.MaxMatches)
 		}
-		read.Add(int64(len(content)))
-		out[i] = matchPatterns(content, in.patterns, in.MaxMatches)
+		put(files[i].Name, res)
 	})
-	return out, read.Load(), ctx.Err()
+	return read.Load(), ctx.Err()
 }
 
 // job is one file in flight.

@@ -149,9 +149,11 @@ func requiredLiteral(re *syntax.Regexp) string {
 func matchPatterns(content []byte, patterns []pattern, limit int) FileResult {
 	r := FileResult{}
 	for _, p := range patterns {
+		locs := p.findAll(content, limit+1)
+		r.Matches = slices.Grow(r.Matches, min(len(locs), limit-len(r.Matches)))
 		// Lines are counted incrementally: matches come in offset order.
 		line, lineStart, counted := 1, 0, 0
-		for _, loc := range p.findAll(content, limit+1) {
+		for _, loc := range locs {
 			if len(r.Matches) >= limit {
 				r.Truncated = true
 				break
