@@ -373,3 +373,45 @@ func firstDifference(a, b []string) int {
 	}
 	return min(len(a), len(b))
 }
+
+// Names an opener is handed unclean still cannot leave: ".." is never
+// opened relative to a kept directory, which, moved out of the root since,
+// would lead to the directory it was moved to.
+func TestOpenerRefusesDotDotOut(t *testing.T) {
+	root, outside := layout(t)
+	os.MkdirAll(filepath.Join(root, "d", "e"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "e", "a.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(root, "d", "e", "b.txt"), nil, 0o644)
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := r.Opener()
+	defer o.Close()
+	opened := func(name string) (string, error) {
+		fd, err := o.OpenFD(name)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		return os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	}
+	if real, err := opened("d/e/../../.."); !IsOutside(err) {
+		t.Errorf("d/e/../../..: %s, %v, want outside_root", real, err)
+	}
+	for _, name := range []string{"d/e/a.txt", "d/e/b.txt"} { // the second keeps d/e
+		if _, err := opened(name); err != nil {
+			t.Fatal(name, err)
+		}
+	}
+	if real, err := opened("d/e/.."); err != nil || real != filepath.Join(r.Dir, "d") {
+		t.Errorf("d/e/..: %s, %v, want the root's d", real, err)
+	}
+	if err := os.Rename(filepath.Join(root, "d", "e"), filepath.Join(outside, "e")); err != nil {
+		t.Fatal(err)
+	}
+	if real, err := opened("d/e/.."); err == nil {
+		t.Errorf("d/e/.. after d/e moved out opened %s", real)
+	}
+}

