@@ -98,10 +98,10 @@ func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
 // directory is opened (beneath the root, by OpenFD's rule) and kept, and
 // each further file in it is opened by its last component relative to that
 // descriptor, refusing any symlink and "..": the kernel then resolves one
-// component per file rather than the whole path from the root. Whatever that refuses
-// or fails (a symlink, even one that stays inside the root; a file that is
-// gone) is opened again by OpenFD, so the outcome and the error are
-// OpenFD's.
+// component per file rather than the whole path from the root. Whatever
+// that refuses or fails (a symlink, even one that stays inside the root; a
+// file that is gone) is opened again by OpenFD, so the outcome and the
+// error are OpenFD's.
 //
 // As with the root itself and the walk, a kept directory is the directory
 // that was beneath the root when it was opened: renamed since, it is still
@@ -125,8 +125,9 @@ func (o *Opener) OpenFD(resolved string) (int, error) {
 	r := o.root
 	dir, name := filepath.Split(resolved)
 	// lm's home is guarded file by file; names outside the root, and
-	// those in the root directory itself, gain nothing.
-	if r.guardReads || noOpenat2.Load() || filepath.IsAbs(resolved) || dir == "" {
+	// those in the root directory itself, gain nothing; ".." is the one
+	// name that leaves a directory.
+	if r.guardReads || noOpenat2.Load() || filepath.IsAbs(resolved) || dir == "" || name == ".." {
 		return r.OpenFD(resolved)
 	}
 	if dir != o.dir {
@@ -144,9 +145,6 @@ func (o *Opener) OpenFD(resolved string) (int, error) {
 	}
 	if o.dirFD == unopenable {
 		return r.OpenFD(resolved)
-	}
-	if name == ".." {
-		return r.OpenFD(resolved) // the one name that leaves a directory
 	}
 	// One component, not "..", and no symlink (O_NOFOLLOW): it can only
 	// be an entry of the directory, which is all RESOLVE_BENEATH would
