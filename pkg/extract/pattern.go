@@ -154,6 +154,9 @@ func matchPatterns(content []byte, patterns []pattern, limit int) FileResult {
 		// Lines are counted incrementally: matches come in offset order.
 		line, lineStart, counted := 1, 0, 0
 		for _, loc := range locs {
+			if pastLastLine(content, loc[0]) {
+				break // an empty match after the final newline: no line is there
+			}
 			if len(r.Matches) >= limit {
 				r.Truncated = true
 				break
@@ -193,6 +196,13 @@ func matchPatterns(content []byte, patterns []pattern, limit int) FileResult {
 	}
 	r.Found = len(r.Matches) > 0
 	return r
+}
+
+// pastLastLine reports whether offset is the end of a text that ends a
+// line there (or is empty): in multi-line mode ^ and $ still match at that
+// point, but it begins no line, so rg and grep report nothing there.
+func pastLastLine(content []byte, offset int) bool {
+	return offset == len(content) && (offset == 0 || content[offset-1] == '\n')
 }
 
 // clip cuts b to maxLineText bytes without splitting a UTF-8 sequence.
