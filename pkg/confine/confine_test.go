@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -413,5 +414,55 @@ func TestOpenerRefusesDotDotOut(t *testing.T) {
 	}
 	if real, err := opened("d/e/.."); err == nil {
 		t.Errorf("d/e/.. after d/e moved out opened %s", real)
+	}
+}
+
+// A FIFO in the root, which nobody writes to, is refused by every reader
+// instead of holding the call forever in open: an agent that names one
+// must not stall the server answering it.
+func TestFIFOIsRefusedNotWaitedOn(t *testing.T) {
+	root, _ := layout(t)
+	if err := unix.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}}
+	person := &op.Env{Caller: op.Caller{Role: op.RolePerson}}
+	readers := map[string]func() error{
+		"ReadFile":           func() error { _, err := r.ReadFile("pipe"); return err },
+		"ReadLimited":        func() error { _, err := r.ReadLimited("pipe", 1<<20); return err },
+		"ReadInput of agent": func() error { _, err := ReadInput(agent, r, "pipe", 1<<20); return err },
+		"ReadInput of person": func() error {
+			_, err := ReadInput(person, r, filepath.Join(root, "pipe"), 1<<20)
+			return err
+		},
+		"Opener": func() error {
+			o := r.Opener()
+			defer o.Close()
+			for _, name := range []string{"d/../pipe", "pipe"} {
+				fd, err := o.OpenFD(name)
+				if err != nil {
+					return err
+				}
+				unix.Close(fd)
+			}
+			return nil
+		},
+	}
+	for name, read := range readers {
+		done := make(chan error, 1)
+		go func() { done <- read() }()
+		select {
+		case err := <-done:
+			if name != "Opener" && (err == nil || !strings.Contains(err.Error(), "not a regular file")) {
+				t.Errorf("%s: %v, want not a regular file", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked opening a FIFO nobody writes to", name)
+		}
 	}
 }
