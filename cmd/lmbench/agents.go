@@ -30,8 +30,8 @@ func agentsBench(lm string) error {
 		"from 8 concurrent clients, half with `lm queue add --jsonl` in batches of 100. Every instruction was delivered exactly once in each run "+
 		"(the benchmark fails otherwise). Latency is from just before an add is sent to the delivery that returns it; the rate is deliveries "+
 		"from the first add to the last delivery; memory is the gateway's resident set.\n\n", agentsInstructions)
-	fmt.Println("| agents | deliveries/s | add → delivery p50 | p99 | max | gateway memory, peak | target |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| agents | deliveries/s | adds/s | add → delivery p50 | p99 | max | gateway memory, peak | target |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, n := range agentsCounts {
 		res, peak, err := agentsRun(lm, n)
 		if err != nil && (n == agentsCounts[0] || errors.Is(err, agentload.ErrNotExactlyOnce)) {
@@ -41,15 +41,15 @@ func agentsBench(lm string) error {
 			// Past the target's size a run that could not finish is where
 			// it bends: said in the table, not a failed benchmark.
 			cause, _, _ := strings.Cut(err.Error(), "\n")
-			fmt.Printf("| %d | did not finish: %s (%d of %d delivered, each once) | | | | %.1f MiB | |\n", n, cause, res.Delivered, res.Added, float64(peak)/1024)
+			fmt.Printf("| %d | did not finish: %s (%d of %d delivered, each once) | | | | | %.1f MiB | |\n", n, cause, res.Delivered, res.Added, float64(peak)/1024)
 			continue
 		}
 		target := ""
 		if n == agentsCounts[0] {
 			target = "≥ 2,000/s, p99 ≤ 50 ms"
 		}
-		fmt.Printf("| %d | %.0f | %s | %s | %s | %.1f MiB | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
-			ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), float64(peak)/1024, target)
+		fmt.Printf("| %d | %.0f | %.0f | %s | %s | %s | %.1f MiB | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
+			float64(res.Added)/res.Adding.Seconds(), ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), float64(peak)/1024, target)
 	}
 	dir, cleanup := home()
 	defer cleanup()
@@ -57,7 +57,7 @@ func agentsBench(lm string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | |\n", floor)
+	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | | |\n", floor)
 	fmt.Println()
 	fmt.Println("Where it bends: the gateway's writes share durable commits (the reference is one commit each), but every change " +
 		"wakes every waiting get_user_request, and each wake is a claim attempt in the next shared commit: with N agents waiting, " +

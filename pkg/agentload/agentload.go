@@ -44,8 +44,9 @@ type Config struct {
 // Result is what a run saw.
 type Result struct {
 	Added, Delivered int
-	// Elapsed is from the first add to the last delivery.
-	Elapsed time.Duration
+	// Elapsed is from the first add to the last delivery; Adding, from the
+	// first add to the last add's answer, the producers' own pace.
+	Elapsed, Adding time.Duration
 	// Latency is each instruction's time from just before its add was sent
 	// to its delivery to an agent.
 	Latency []time.Duration
@@ -122,6 +123,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	began := time.Now()
 	produceErr := produce(ctx, cfg, httpc, stamp)
+	adding := time.Since(began)
 	if produceErr == nil {
 		select {
 		case <-all:
@@ -134,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	res := Result{Added: len(sent), Delivered: len(delivered), Elapsed: last.Sub(began), Latency: latency}
+	res := Result{Added: len(sent), Delivered: len(delivered), Elapsed: last.Sub(began), Adding: adding, Latency: latency}
 	// A delivery made twice fails the run even when the producers or an
 	// agent failed first: what was delivered is checked whatever ended it.
 	var twice, missing []string
