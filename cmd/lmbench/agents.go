@@ -22,18 +22,23 @@ var (
 // session on /mcp looping get_user_request, while producers add
 // instructions, half by POST /api/instructions from 8 concurrent clients
 // and half with `lm queue add --jsonl` in batches of 100. Every
-// instruction must be delivered exactly once, or the benchmark fails.
+// instruction must be delivered exactly once, or the benchmark fails. A
+// last run gives the first count of agents the same instructions queued
+// before they start, so the agents' own pace shows apart from the
+// producers'.
 func agentsBench(lm string) error {
 	fmt.Println("## Many agents on one gateway")
 	fmt.Println()
 	fmt.Printf("Agents, each an MCP session on `/mcp` looping `get_user_request`, while %d instructions are added at once: half by `POST /api/instructions` "+
 		"from 8 concurrent clients, half with `lm queue add --jsonl` in batches of 100. Every instruction was delivered exactly once in each run "+
 		"(the benchmark fails otherwise). Latency is from just before an add is sent to the delivery that returns it; the rate is deliveries "+
-		"from the first add to the last delivery; memory is the gateway's resident set.\n\n", agentsInstructions)
+		"from the first add to the last delivery, adds/s the producers' own pace (first add to the last add's answer); memory is the gateway's "+
+		"resident set. The last row queues the instructions before the agents start, with no producers: how fast the agents take a full queue.\n\n", agentsInstructions)
 	fmt.Println("| agents | deliveries/s | adds/s | add → delivery p50 | p99 | max | gateway memory, peak | target |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var split []string
 	for _, n := range agentsCounts {
-		res, peak, err := agentsRun(lm, n)
+		res, peak, err := agentsRun(lm, n, false)
 		if err != nil && (n == agentsCounts[0] || errors.Is(err, agentload.ErrNotExactlyOnce)) {
 			return fmt.Errorf("%d agents: %w", n, err)
 		}
@@ -50,7 +55,16 @@ func agentsBench(lm string) error {
 		}
 		fmt.Printf("| %d | %.0f | %.0f | %s | %s | %s | %.1f MiB | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
 			float64(res.Added)/res.Adding.Seconds(), ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), float64(peak)/1024, target)
+		split = append(split, fmt.Sprintf("| %d | %s | %s | %s | %s |", n, ms(percentile(res.HTTPLatency, .5)), ms(percentile(res.HTTPLatency, .99)),
+			ms(percentile(res.CLILatency, .5)), ms(percentile(res.CLILatency, .99))))
 	}
+	n := agentsCounts[0]
+	res, peak, err := agentsRun(lm, n, true)
+	if err != nil {
+		return fmt.Errorf("%d agents, %d queued before: %w", n, agentsInstructions, err)
+	}
+	fmt.Printf("| %d, the %d instructions queued before they start | %.0f | – | – | – | – | %.1f MiB | |\n", n, agentsInstructions,
+		float64(res.Delivered)/res.Elapsed.Seconds(), float64(peak)/1024)
 	dir, cleanup := home()
 	defer cleanup()
 	floor, err := durableCommits(filepath.Join(dir, "floor.db"), 500)
@@ -59,15 +73,20 @@ func agentsBench(lm string) error {
 	}
 	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | | |\n", floor)
 	fmt.Println()
-	fmt.Println("Where it bends: the gateway's writes share durable commits (the reference is one commit each), but every change " +
-		"wakes every waiting get_user_request, and each wake is a claim attempt in the next shared commit: with N agents waiting, " +
-		"an add costs N attempts, so the rate falls as agents are added. " +
-		"One claimer per process handing instructions to its waiters in turn is what would move it.")
+	fmt.Println("Add → delivery by producer (a CLI batch's time includes starting `lm queue add` and taking the store's lock between the gateway's commits):")
+	fmt.Println()
+	fmt.Println("| agents | HTTP p50 | HTTP p99 | CLI p50 | CLI p99 |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, row := range split {
+		fmt.Println(row)
+	}
 	fmt.Println()
 	return nil
 }
 
-func agentsRun(lm string, agents int) (agentload.Result, int64, error) {
+// agentsRun runs agents against the producers, or with queued against
+// the instructions queued before they start.
+func agentsRun(lm string, agents int, queued bool) (agentload.Result, int64, error) {
 	dir, cleanup := home()
 	defer cleanup()
 	if out, err := command(dir, lm, "queue", "config", "default_wait_seconds=30").CombinedOutput(); err != nil {
@@ -78,11 +97,15 @@ func agentsRun(lm string, agents int) (agentload.Result, int64, error) {
 		return agentload.Result{}, 0, err
 	}
 	defer gw.stop()
-	res, err := agentload.Run(context.Background(), agentload.Config{
+	cfg := agentload.Config{
 		URL: gw.base, Agents: agents,
 		HTTPAdds: agentsInstructions / 2, HTTPProducers: 8, CLIAdds: agentsInstructions - agentsInstructions/2, CLIBatch: 100,
 		LM: lm, Env: append(os.Environ(), "LM_HOME="+dir, "LM_STORE="), Timeout: 10 * time.Minute,
-	})
+	}
+	if queued {
+		cfg.Backlog, cfg.HTTPAdds, cfg.HTTPProducers, cfg.CLIAdds = agentsInstructions, 0, 0, 0
+	}
+	res, err := agentload.Run(context.Background(), cfg)
 	_, peak := gw.memory()
 	return res, peak, err
 }
