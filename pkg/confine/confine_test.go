@@ -466,3 +466,41 @@ func TestFIFOIsRefusedNotWaitedOn(t *testing.T) {
 		}
 	}
 }
+
+// An agent writes none of the files from which the person's tools start
+// programs when they open the project (an MCP client's server list, VS
+// Code's tasks, direnv's .envrc), by name or through a link to their
+// directory; the person writes them.
+func TestAgentsDoNotWriteWhatStartsPrograms(t *testing.T) {
+	root, _ := layout(t)
+	os.MkdirAll(filepath.Join(root, ".vscode"), 0o755)
+	os.Symlink(".vscode", filepath.Join(root, "editor"))
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{root}}
+	r, err := For(agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{".mcp.json", ".vscode/tasks.json", "sub/.Claude/settings.json", ".cursor/mcp.json", ".envrc", "editor/mcp.json"} {
+		if _, err := r.WriteFile(name, []byte(`{"servers":{"x":{"command":"touch"}}}`), true); op.KindOf(err) != op.KindDenied {
+			t.Errorf("agent wrote %s: %v", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil && name != "editor/mcp.json" {
+			t.Errorf("%s exists", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, ".vscode", "mcp.json")); err == nil {
+		t.Error("the write through the link reached .vscode/mcp.json")
+	}
+	if _, err := r.WriteFile("docs/vscode.md", []byte("ok"), false); err != nil {
+		t.Errorf("an ordinary file: %v", err)
+	}
+	person, err := For(&op.Env{Caller: op.Person()}, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	if _, err := person.WriteFile(".vscode/mcp.json", []byte("{}"), false); err != nil {
+		t.Errorf("the person's write: %v", err)
+	}
+}
