@@ -425,9 +425,13 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 // transaction of every process.
 type fileLock struct{ fd int }
 
-// acquire takes the sidecar lock, polling with a short backoff: a blocking
-// flock cannot be abandoned at a timeout, and bbolt's own 50 ms poll would
-// add that much latency to every contended transaction.
+// acquire takes the sidecar lock. When another process holds it, the wait
+// is a blocking flock, so the kernel wakes this process the moment the
+// holder lets go: polling, it met the lock free only by chance between a
+// busy holder's back-to-back commits, and a command beside a busy gateway
+// waited seconds. A blocking flock cannot be abandoned, so it runs on a
+// goroutine of its own that the caller leaves at its timeout or
+// cancellation; a lock that abandoned wait takes later is released at once.
 func acquire(ctx context.Context, path string, exclusive bool, timeout time.Duration) (*fileLock, error) {
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
 	if err != nil && !exclusive && isUnwritable(err) {
@@ -445,30 +449,77 @@ func acquire(ctx context.Context, path string, exclusive bool, timeout time.Dura
 	if exclusive {
 		how = syscall.LOCK_EX
 	}
-	deadline := time.Now().Add(timeout)
-	wait := 50 * time.Microsecond
-	for {
-		err := syscall.Flock(fd, how|syscall.LOCK_NB)
-		if err == nil {
-			return &fileLock{fd: fd}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+	err = flock(fd, how|syscall.LOCK_NB)
+	if err == nil {
+		return &fileLock{fd: fd}, nil
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("lock store: %w", err)
+	}
+	budget := blockedWaits
+	if !budget.reserve() {
+		// Too many waits already left behind on a lock nobody releases:
+		// fail now rather than leave one more thread blocked.
+		syscall.Close(fd)
+		return nil, ErrLocked
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- flock(fd, how) }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var gaveUp error
+	select {
+	case err := <-locked:
+		budget.release()
+		if err != nil {
 			syscall.Close(fd)
 			return nil, fmt.Errorf("lock store: %w", err)
 		}
-		if time.Now().After(deadline) {
-			syscall.Close(fd)
-			return nil, ErrLocked
+		return &fileLock{fd: fd}, nil
+	case <-timer.C:
+		gaveUp = ErrLocked
+	case <-ctx.Done():
+		gaveUp = ctx.Err()
+	}
+	// The wait goes on without us: whenever it ends, closing the
+	// descriptor drops whatever it took.
+	go func() {
+		<-locked
+		syscall.Close(fd)
+		budget.release()
+	}()
+	return nil, gaveUp
+}
+
+// flock is syscall.Flock, restarted when a signal interrupts it.
+func flock(fd, how int) error {
+	for {
+		if err := syscall.Flock(fd, how); !errors.Is(err, syscall.EINTR) {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			syscall.Close(fd)
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, 5*time.Millisecond)
 	}
 }
+
+// blockedWaits counts this process's blocking waits for a store lock,
+// those left behind included: each holds an OS thread, so a process whose
+// every transaction times out on a lock held forever would otherwise
+// gather them without end. (Within a process one transaction at a time
+// waits per store, so only left-behind waits add up.)
+var blockedWaits = waitBudget{free: make(chan struct{}, 64)}
+
+type waitBudget struct{ free chan struct{} }
+
+func (b waitBudget) reserve() bool {
+	select {
+	case b.free <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b waitBudget) release() { <-b.free }
 
 // notify tells watchers that a write committed. Writing one byte at offset 0
 // raises an inotify IN_MODIFY on the sidecar without growing it.

@@ -234,3 +234,38 @@ func TestUnchangedUpdateWritesAndWakesNothing(t *testing.T) {
 		t.Error("an update that changed the store woke nobody")
 	}
 }
+
+// A wait for the lock that its caller left, at its timeout or on
+// cancellation, takes nothing for good: once the holder lets go, the next
+// transaction gets the lock. And a process cannot pile up waits on a lock
+// held forever: past its budget, a wait fails at once.
+func TestLeftWaitsForTheLockHoldNothing(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	held, err := acquire(ctx, s.LockPath(), true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acquire(ctx, s.LockPath(), true, 20*time.Millisecond); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a wait past its timeout: %v, want ErrLocked", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := acquire(cancelled, s.LockPath(), true, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled wait: %v", err)
+	}
+	saved := blockedWaits
+	blockedWaits = waitBudget{free: make(chan struct{}, 1)}
+	blockedWaits.reserve() // as if a wait left earlier held the whole budget
+	defer func() { blockedWaits = saved }()
+	if _, err := acquire(ctx, s.LockPath(), true, time.Minute); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a wait past the budget: %v, want ErrLocked at once", err)
+	}
+	held.release()
+	if err := s.Update(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatalf("after the holder let go, the waits left behind still hold the lock: %v", err)
+	}
+}
