@@ -11,25 +11,26 @@ import (
 	"time"
 )
 
-// A run stuck where no cancellation reaches — opening a FIFO nobody
-// writes blocks in the kernel — survives the first SIGTERM, which asks it
-// to end cleanly, but not the second: lm never becomes a process that
-// only SIGKILL ends.
+// A run stuck where no cancellation reaches — reading a checklist from a
+// pipe whose writer never writes nor closes blocks in the kernel — survives
+// the first SIGTERM, which asks it to end cleanly, but not the second: lm
+// never becomes a process that only SIGKILL ends.
 func TestSecondSignalEndsAStuckRun(t *testing.T) {
-	dir := t.TempDir()
-	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+	stdin, writer, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("lm", "extract", "--type", "pattern", "--patterns", "x", "fifo")
-	cmd.Dir, cmd.Env = dir, lmEnv(t.TempDir())
+	defer writer.Close()
+	cmd := exec.Command("lm", "verify")
+	cmd.Dir, cmd.Env, cmd.Stdin = t.TempDir(), lmEnv(t.TempDir()), stdin
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	stdin.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
-	waitUntil(t, "lm blocked opening the FIFO", func() bool { return blockedOnFIFO(cmd.Process.Pid) })
+	waitUntil(t, "lm blocked reading its standard input", func() bool { return blockedReadingAPipe(cmd.Process.Pid) })
 
 	// The first SIGTERM cancels the run; lm then restores the signal's
 	// default, so one of the next ends it.
@@ -49,12 +50,13 @@ func TestSecondSignalEndsAStuckRun(t *testing.T) {
 	}
 }
 
-// blockedOnFIFO says whether one of pid's threads waits in the kernel for
-// a FIFO's other end.
-func blockedOnFIFO(pid int) bool {
+// blockedReadingAPipe says whether one of pid's threads waits in the
+// kernel for a pipe to hold something (pipe_read, or anon_pipe_read on
+// newer kernels).
+func blockedReadingAPipe(pid int) bool {
 	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "wchan"))
 	for _, f := range tasks {
-		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "wait_for_partner") {
+		if b, err := os.ReadFile(f); err == nil && strings.HasSuffix(string(b), "pipe_read") {
 			return true
 		}
 	}
