@@ -28,6 +28,9 @@ func Error(w http.ResponseWriter, status int, err error) {
 	send(w, status, data)
 }
 
+// Raw sends body, a JSON value already encoded, with status.
+func Raw(w http.ResponseWriter, status int, body []byte) { send(w, status, body) }
+
 func send(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
