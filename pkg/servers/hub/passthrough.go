@@ -62,7 +62,7 @@ type passthrough struct {
 	fresh freshSessions
 	// inFlight cancels the calls in progress, by caller, session and
 	// request id, when their client sends notifications/cancelled.
-	inFlight sync.Map
+	inFlight inFlight
 	// typed counts the requests without a session that went the typed
 	// way and are in progress, by caller and request id: see ServeHTTP.
 	typed typedCalls
@@ -175,9 +175,38 @@ func requestID(body []byte) ([]byte, bool) {
 // cancel ends the passthrough's call in progress that caller's
 // cancellation of request id in session names, if there is one.
 func (p *passthrough) cancel(caller op.Caller, session string, id []byte) {
-	if cancel, ok := p.inFlight.LoadAndDelete(keyOf(caller, session, id)); ok {
-		(*cancel.(*context.CancelFunc))()
+	if cancel := p.inFlight.take(keyOf(caller, session, id), nil); cancel != nil {
+		(*cancel)()
 	}
+}
+
+// inFlight holds the passthrough's calls in progress, each by its key.
+type inFlight struct {
+	mu    sync.Mutex
+	calls map[callKey]*context.CancelFunc
+}
+
+func (f *inFlight) put(key callKey, cancel *context.CancelFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[callKey]*context.CancelFunc{}
+	}
+	f.calls[key] = cancel
+}
+
+// take removes and returns the call of key: whichever it is when only is
+// nil, else only that one (a client that reuses an id while its call runs
+// must not take the other call's entry away).
+func (f *inFlight) take(key callKey, only *context.CancelFunc) *context.CancelFunc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cancel := f.calls[key]
+	if cancel != nil && (only == nil || cancel == only) {
+		delete(f.calls, key)
+		return cancel
+	}
+	return nil
 }
 
 // typedCalls counts calls in progress by caller and request id.
@@ -219,8 +248,8 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 	// By pointer: a client that reuses an id while its call runs must not
 	// take the other call's entry away.
 	key, entry := keyOf(caller, session, call.id), &cancel
-	p.inFlight.Store(key, entry)
-	defer p.inFlight.CompareAndDelete(key, entry)
+	p.inFlight.put(key, entry)
+	defer p.inFlight.take(key, entry)
 	hooks := p.hooks()
 	// The id as the transport decodes it, for the hooks.
 	var id any
