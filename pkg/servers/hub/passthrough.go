@@ -288,6 +288,16 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 		}
 		return
 	}
+	if r.Context().Err() == nil { // else the caller is gone, as the transport leaves it
+		// The result is the child's, checked to be JSON as it was read: it
+		// is written as it came, inside the response, and sent before the
+		// hooks run (the call log formats and writes a line).
+		out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(call.id)+len(result)+1)
+		out = append(append(out, `{"jsonrpc":"2.0","id":`...), call.id...)
+		out = append(append(append(out, `,"result":`...), result...), '}')
+		httpjson.Raw(w, http.StatusOK, out)
+		http.NewResponseController(w).Flush()
+	}
 	if hooks != nil {
 		// Hooks see whether the tool failed, not its content, which
 		// crossed undecoded.
@@ -300,15 +310,6 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 			hook(ctx, id, req, typed)
 		}
 	}
-	if r.Context().Err() != nil {
-		return // the caller is gone, as the transport leaves it
-	}
-	// The result is the child's, checked to be JSON as it was read: it is
-	// written as it came, inside the response.
-	out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(call.id)+len(result)+1)
-	out = append(append(out, `{"jsonrpc":"2.0","id":`...), call.id...)
-	out = append(append(append(out, `,"result":`...), result...), '}')
-	httpjson.Raw(w, http.StatusOK, out)
 }
 
 // hooks are /mcp's server hooks (the gateway's call log); a server's own

@@ -79,12 +79,19 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%v %s error", id, method))
 	})
 	server.WithHooks(hooks)(h.aggregate)
-	hooked := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := seen
-		seen = nil
-		return out
+	// hooked takes what the hooks saw once they saw at least n calls (or a
+	// minute passed): the passthrough answers before it runs them.
+	hooked := func(n int) []string {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			out := seen
+			if len(out) >= n || time.Now().After(deadline) {
+				seen = nil
+				mu.Unlock()
+				return out
+			}
+			mu.Unlock()
+		}
 	}
 	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/shapes", ""}, {"/mcp", "shapes__"}} {
 		for _, params := range []string{
@@ -96,10 +103,10 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 		} {
 			params = strings.Replace(params, `"name":"`, `"name":"`+endpoint.prefix, 1)
 			call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
-			status, fast := post(t, url+endpoint.path, call, nil)
-			fastHooks := hooked()
 			typedStatus, typed := post(t, url+endpoint.path, typedWay(call), nil)
-			typedHooks := hooked()
+			typedHooks := hooked(0)
+			status, fast := post(t, url+endpoint.path, call, nil)
+			fastHooks := hooked(len(typedHooks))
 			if status != typedStatus || !sameJSON(t, fast, typed) {
 				t.Errorf("%s %s:\npassthrough %d %s\ntyped       %d %s", endpoint.path, params, status, fast, typedStatus, typed)
 			}
