@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -63,10 +62,11 @@ func (a *app) mcpCommand() *ucli.Command {
 			}
 			delivered := &mcpx.Deliveries{}
 			env.AfterReply = delivered.After
-			log, err := a.mcpLog(cmd.String("log"), env.Home)
+			log, closeLog, err := a.mcpLog(cmd.String("log"), env.Home)
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
 			}
+			defer closeLog()
 			s, err := mcpx.NewServer(a.ops, a.catalog.Resources, *env, buildinfo.Version(), only, server.WithHooks(mcpx.CallLog(log)))
 			if err != nil {
 				return &commandError{cmd: "mcp", err: err}
@@ -81,20 +81,20 @@ func (a *app) mcpCommand() *ucli.Command {
 
 // mcpLog is where lm mcp logs its tool calls: its stdout is the protocol's,
 // and an MCP client may show its stderr nowhere, so by default a file in
-// LM_HOME that every lm mcp process of this home shares.
-func (a *app) mcpLog(path, home string) (*slog.Logger, error) {
-	var w io.Writer = a.streams.Err
-	if path != "-" {
-		if path == "" {
-			path = filepath.Join(home, "mcp.log")
-		}
-		shared, err := cappedlog.OpenShared(path, mcpLogSize, 1)
-		if err != nil {
-			return nil, err
-		}
-		w = shared
+// LM_HOME that every lm mcp process of this home shares. The function
+// returned writes out what is still queued.
+func (a *app) mcpLog(path, home string) (*slog.Logger, func(), error) {
+	if path == "-" {
+		return slog.New(slog.NewJSONHandler(a.streams.Err, nil)), func() {}, nil
 	}
-	return slog.New(slog.NewJSONHandler(w, nil)), nil
+	if path == "" {
+		path = filepath.Join(home, "mcp.log")
+	}
+	shared, err := cappedlog.OpenShared(path, mcpLogSize, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewJSONHandler(shared, nil)), func() { shared.Close() }, nil
 }
 
 // mcpLogSize bounds lm mcp's log and its one rotated copy: a line per tool

@@ -46,7 +46,8 @@ type hopPath struct {
 // HTTP adds to one tools/call: lmbench's mcp-go echo server reached
 // directly over stdio (the reference), over its own streamable HTTP, and
 // through lm gateway (per server and aggregated), supergateway and the npm
-// mcp-proxy, each fronting its own copy of the same child. One sequential
+// mcp-proxy, each fronting its own copy of the same child, beside the floor
+// (rawProxy: net/http passing bytes to a child). One sequential
 // call at a time from a bare JSON-RPC client (net/http, no MCP library)
 // and from the TypeScript SDK's client. nodeBin holds supergateway,
 // mcp-proxy and node.
@@ -66,6 +67,12 @@ func hopBench(lm, nodeBin string) error {
 	}
 	defer own.stop()
 	paths = append(paths, &hopPath{name: "the same server over its own streamable HTTP (mcp-go)", url: own.base + "/mcp", tool: "echo"})
+	floor, err := startServer(exec.Command(self, "raw-proxy", dir+"/raw.addr", self, "echo-server"), dir+"/raw.addr")
+	if err != nil {
+		return fmt.Errorf("start the minimal proxy: %w", err)
+	}
+	defer floor.stop()
+	paths = append(paths, &hopPath{name: "minimal proxy: bare net/http passing bytes to its own child (floor)", url: floor.base + "/mcp", tool: "echo"})
 
 	gw, _, err := startHubCommand(lm, dir, "echo", self, "echo-server")
 	if err != nil {
@@ -159,7 +166,7 @@ func printHop(paths []*hopPath, sdkMissing string) {
 	}
 	fmt.Println()
 	addedAt := func(p *hopPath) time.Duration { return percentile(p.lat, .5) - percentile(ref.lat, .5) }
-	httpDirect, perServer, aggregated, super := paths[1], paths[2], paths[3], paths[4]
+	httpDirect, floor, perServer, aggregated, super := paths[1], paths[2], paths[3], paths[4], paths[5]
 	fmt.Printf("Target: lm adds at most 0.1 ms at p50 and at most 0.2× what supergateway adds; p99 no worse than the server's own HTTP (%s). ",
 		ms(percentile(httpDirect.lat, .99)))
 	fmt.Printf("Measured: lm adds %s per server and %s aggregated", added(addedAt(perServer)), added(addedAt(aggregated)))
@@ -167,7 +174,9 @@ func printHop(paths []*hopPath, sdkMissing string) {
 		fmt.Printf(", %.2f× and %.2f× what supergateway adds (%s)", float64(addedAt(perServer))/float64(addedAt(super)),
 			float64(addedAt(aggregated))/float64(addedAt(super)), added(addedAt(super)))
 	}
-	fmt.Printf("; p99 %s and %s.\n\n", ms(percentile(perServer.lat, .99)), ms(percentile(aggregated.lat, .99)))
+	fmt.Printf("; p99 %s and %s. ", ms(percentile(perServer.lat, .99)), ms(percentile(aggregated.lat, .99)))
+	fmt.Printf("The minimal proxy, which only passes bytes between HTTP and its child, adds %s by itself; lm's own work beyond it is %s per server and %s aggregated.\n\n",
+		added(addedAt(floor)), added(addedAt(perServer)-addedAt(floor)), added(addedAt(aggregated)-addedAt(floor)))
 	// Regression checks, in ms. Runs on the same shared 2-core machine
 	// moved p50 by 0.1 ms and p99 by several ms with nothing changed.
 	recordFigure("hop: ms lm adds at p50 per server", msOf(addedAt(perServer)), 0.1)

@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|follow|cost|throughput|mcp|gateway|postgres LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER]")
+		fmt.Fprintln(os.Stderr, "usage: lmbench coldstart|wakeup|idle|follow|cost|throughput|mcp|gateway|postgres LM [HELLO] | hub LM SERVER_EVERYTHING | hop LM NODE_BIN | agents LM | compare BASELINE FIGURES | echo-server | json-server ADDR_FILE | http-echo-server ADDR_FILE [STDIO_SERVER] | raw-proxy ADDR_FILE STDIO_SERVER...")
 		os.Exit(2)
 	}
 	var err error
@@ -38,6 +38,8 @@ func main() {
 		err = jsonServer(os.Args[2])
 	case "http-echo-server":
 		err = httpEchoServer(os.Args[2], os.Args[3:]...)
+	case "raw-proxy":
+		err = rawProxy(os.Args[2], os.Args[3:]...)
 	case "gateway":
 		err = gatewayBench(os.Args[2])
 	case "coldstart":

@@ -7,11 +7,13 @@
 package cappedlog
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -138,13 +140,33 @@ func (l *Log) Close() error {
 // Shared is a capped log that several processes append to. Each Write is
 // one record, appended whole under an exclusive lock on PATH.lock, so
 // records from different processes never interleave and only one process
-// rotates. It opens the file for every record: records are rare, and
-// another process may have rotated the file since.
+// rotates. Writes are queued and appended in order by a goroutine of the
+// log's own, what arrives within batchDelay under one lock: opening,
+// locking and checking the file cost more than an MCP tool call, whose log
+// line must neither hold up its answer nor take the processor from the
+// next call. Close waits until every record is in the file; a process
+// killed outright loses at most the last batchDelay of records.
 type Shared struct {
 	path string
 	max  int64
 	keep int
+
+	mu      sync.Mutex
+	room    *sync.Cond // signalled when the queue shrinks
+	queue   [][]byte
+	wake    chan struct{} // a record is queued
+	closing chan struct{} // closed by Close
+	closed  bool
+	written chan struct{} // closed when the last queued record is appended
 }
+
+// batchDelay is how long records gather before they are appended together.
+const batchDelay = 20 * time.Millisecond
+
+// maxQueued bounds the records waiting to be appended: a Write past it
+// waits, so a log on a stalled disk slows its writers rather than filling
+// memory.
+const maxQueued = 1024
 
 // OpenShared returns the shared log at path, capped at max bytes with keep
 // rotated copies.
@@ -152,46 +174,116 @@ func OpenShared(path string, max int64, keep int) (*Shared, error) {
 	if max <= 0 || keep < 1 {
 		return nil, fmt.Errorf("log %s: a limit of %d bytes and %d copies cannot hold anything", path, max, keep)
 	}
-	return &Shared{path: path, max: max, keep: keep}, nil
+	l := &Shared{path: path, max: max, keep: keep, wake: make(chan struct{}, 1), closing: make(chan struct{}), written: make(chan struct{})}
+	l.room = sync.NewCond(&l.mu)
+	go l.run()
+	return l, nil
 }
 
-// Write appends p, rotating first when p would take the file past the cap.
+// Write queues p as one record; after Close it appends at once.
 func (l *Shared) Write(p []byte) (int, error) {
-	n := len(p)
-	if int64(len(p)) > l.max {
-		p = p[int64(len(p))-l.max:]
+	l.mu.Lock()
+	for len(l.queue) >= maxQueued && !l.closed {
+		l.room.Wait()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return len(p), l.append([][]byte{p})
+	}
+	l.queue = append(l.queue, bytes.Clone(p))
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// Close appends what is queued and returns once it is in the file.
+func (l *Shared) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.closing)
+	}
+	l.mu.Unlock()
+	<-l.written
+	return nil
+}
+
+func (l *Shared) run() {
+	defer close(l.written)
+	for {
+		select {
+		case <-l.wake:
+		case <-l.closing:
+			l.flush()
+			return
+		}
+		select {
+		case <-time.After(batchDelay):
+		case <-l.closing:
+		}
+		l.flush()
+	}
+}
+
+// flush appends the records queued so far. A log that cannot be written
+// loses its lines, not its writers' work.
+func (l *Shared) flush() {
+	l.mu.Lock()
+	batch := l.queue
+	l.queue = nil
+	l.room.Broadcast()
+	l.mu.Unlock()
+	l.append(batch)
+}
+
+// append adds records to the file, whole and in order, under the lock,
+// rotating first when a record would take the file past the cap.
+func (l *Shared) append(records [][]byte) error {
+	if len(records) == 0 {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
-		return 0, fmt.Errorf("create the log directory: %w", err)
+		return fmt.Errorf("create the log directory: %w", err)
 	}
 	lock, err := os.OpenFile(l.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer lock.Close() // closing drops the lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		return 0, fmt.Errorf("lock %s: %w", l.path, err)
+		return fmt.Errorf("lock %s: %w", l.path, err)
 	}
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer func() { f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if fi.Size() > 0 && fi.Size()+int64(len(p)) > l.max {
-		f.Close()
-		if err := rotate(l.path, l.keep); err != nil {
-			return 0, err
+	size := fi.Size()
+	for _, p := range records {
+		if int64(len(p)) > l.max {
+			p = p[int64(len(p))-l.max:]
 		}
-		if f, err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
-			return 0, err
+		if size > 0 && size+int64(len(p)) > l.max {
+			f.Close()
+			if err := rotate(l.path, l.keep); err != nil {
+				return err
+			}
+			if f, err = os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+				return err
+			}
+			size = 0
 		}
+		if _, err := f.Write(p); err != nil {
+			return err
+		}
+		size += int64(len(p))
 	}
-	if _, err := f.Write(p); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return nil
 }

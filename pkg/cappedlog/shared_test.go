@@ -14,6 +14,7 @@ import (
 
 // Writers that share a log (as lm mcp processes do) never interleave or cut
 // a record, and the log with its rotated copy stays within twice the cap.
+// Once a writer is closed, its records are in the file.
 func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "logs", "mcp.log")
 	const max, writers, records = 2048, 4, 200
@@ -27,6 +28,7 @@ func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
 				t.Error(err)
 				return
 			}
+			defer log.Close()
 			for i := range records {
 				if _, err := fmt.Fprintf(log, "writer %d record %03d %s\n", w, i, strings.Repeat("x", 40)); err != nil {
 					t.Error(err)
@@ -43,6 +45,7 @@ func TestSharedLogKeepsWholeRecordsWithinTheCap(t *testing.T) {
 	if _, err := fmt.Fprintln(last, "the last record"); err != nil {
 		t.Fatal(err)
 	}
+	last.Close() // the records are queued until then
 	record := regexp.MustCompile(`^writer \d record \d{3} x{40}$`)
 	for _, p := range []string{path + ".1", path} {
 		data, err := os.ReadFile(p)

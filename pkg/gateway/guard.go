@@ -82,8 +82,8 @@ func originMatches(origin, host string) bool {
 // asking the gateway first.
 func jsonBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" && r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 				writeError(w, http.StatusUnsupportedMediaType, op.Errorf(op.KindInvalid, "the request body must be JSON, sent as Content-Type: application/json (got %q)", r.Header.Get("Content-Type")).
 					WithCategory("unsupported_media_type").WithHint("send the header \"Content-Type: application/json\" with a JSON body"))
 				return
@@ -206,16 +206,31 @@ func (r *statusRecorder) Flush() {
 	}
 }
 
+// logged writes a line per request: at Info for a failure and for a
+// change (a method other than GET and HEAD), else at Debug. A message to an
+// MCP endpoint that succeeds is no change of its own: each tool call has
+// its line in the call log (/mcp) and its entry in the hub's activity
+// (/mcp/NAME), and formatting a second line for every message cost a
+// proxied call more than the hub's own work on it.
 func (s *Server) logged(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
 		level := slog.LevelDebug
-		if rec.status >= 400 || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
+		if rec.status >= 400 || (r.Method != http.MethodGet && r.Method != http.MethodHead && !mcpMessage(r)) {
 			level = slog.LevelInfo
+		}
+		if !s.opts.Log.Enabled(r.Context(), level) {
+			return
 		}
 		s.opts.Log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 			"status", rec.status, "duration", time.Since(start).Round(time.Microsecond))
 	})
+}
+
+// mcpMessage reports whether r posts a message to an MCP endpoint: /mcp,
+// a server's /mcp/NAME (and its path form), the legacy /mcp/message.
+func mcpMessage(r *http.Request) bool {
+	return r.Method == http.MethodPost && (r.URL.Path == "/mcp" || strings.HasPrefix(r.URL.Path, "/mcp/"))
 }

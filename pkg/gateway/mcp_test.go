@@ -428,3 +428,24 @@ func TestLogIsJSONAndNamesTheResolvedAgent(t *testing.T) {
 		t.Errorf("the settings warning is not a WARN record of the log:\n%s", log.String())
 	}
 }
+
+// A tool call on /mcp is logged once, by the call log; the request log
+// keeps its Info lines for failures and for changes through the API.
+func TestRequestLogLeavesToolCallsToTheCallLog(t *testing.T) {
+	log := &testkit.Buffer{}
+	g := start(t, gateway.Options{Log: slog.New(slog.NewTextHandler(log, nil))})
+	if res, body := rpc(t, g, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lm_version","arguments":{}}}`); res.StatusCode != 200 {
+		t.Fatalf("tools/call: %d %s", res.StatusCode, body)
+	}
+	g.do("POST", "/api/instructions", `{"content": "logged"}`)
+	g.do("POST", "/mcp/nope", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	lines := log.String()
+	for _, want := range []string{`msg="tool call" tool=lm_version`, `msg=request method=POST path=/api/instructions status=201`, `msg=request method=POST path=/mcp/nope status=404`} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("the log lacks %s:\n%s", want, lines)
+		}
+	}
+	if strings.Contains(lines, "path=/mcp ") {
+		t.Errorf("a successful MCP message has a request line of its own:\n%s", lines)
+	}
+}

@@ -47,11 +47,13 @@ func (f Files) Record(s State) (remove func(), err error) {
 	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", f.Dir, err)
 	}
-	data, _ := json.MarshalIndent(s, "", "  ")
-	if err := privatefile.Write(f.State(), append(data, '\n')); err != nil {
+	// The pid file first: Start (and every reader) takes the state file
+	// as the sign that the gateway is recorded, so both exist once it does.
+	if err := privatefile.Write(f.Pid(), []byte(strconv.Itoa(s.Pid)+"\n")); err != nil {
 		return nil, err
 	}
-	if err := privatefile.Write(f.Pid(), []byte(strconv.Itoa(s.Pid)+"\n")); err != nil {
+	data, _ := json.MarshalIndent(s, "", "  ")
+	if err := privatefile.Write(f.State(), append(data, '\n')); err != nil {
 		return nil, err
 	}
 	return func() {

@@ -6,6 +6,7 @@ package httpjson
 
 import (
 	"net/http"
+	"strconv"
 
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
@@ -26,6 +27,14 @@ func Write(w http.ResponseWriter, status int, v any) {
 func Error(w http.ResponseWriter, status int, err error) {
 	data, _ := jsonio.Marshal(op.EnvelopeOf(err)) // strings, numbers and booleans: it encodes
 	send(w, status, data)
+}
+
+// Raw sends body, a JSON value already encoded, with status and its
+// length: a handler that flushes it has answered in full, and may go on
+// with work its caller need not wait for.
+func Raw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	send(w, status, body)
 }
 
 func send(w http.ResponseWriter, status int, body []byte) {

@@ -230,7 +230,7 @@ func (c *child) run(ctx context.Context) (err error) {
 			c.lastExit, c.pid = proc.exitText(), 0
 			c.mu.Unlock()
 		}()
-		tr = transport.NewIO(proc.stdout, proc.stdin, nil)
+		tr = newStdioConn(proc.stdout, proc.stdin)
 		c.mu.Lock()
 		c.pid = proc.cmd.Process.Pid
 		c.mu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"lmtool.dev/lm/pkg/httpjson"
 	"lmtool.dev/lm/pkg/mcpx"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
@@ -61,7 +62,7 @@ type passthrough struct {
 	fresh freshSessions
 	// inFlight cancels the calls in progress, by caller, session and
 	// request id, when their client sends notifications/cancelled.
-	inFlight sync.Map
+	inFlight inFlight
 	// typed counts the requests without a session that went the typed
 	// way and are in progress, by caller and request id: see ServeHTTP.
 	typed typedCalls
@@ -80,10 +81,13 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, err := io.ReadAll(r.Body)
-	// The transport reads the body again when the request is its.
-	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-	if err != nil {
+	typed := func() {
+		// The transport reads the body again when the request is its.
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		p.next.ServeHTTP(w, r)
+	}
+	if err != nil {
+		typed()
 		return
 	}
 	caller, _ := op.CallerFrom(r.Context())
@@ -103,83 +107,121 @@ func (p *passthrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else if id, ok := requestID(body); ok && session == "" {
 			defer p.typed.hold(caller, id)()
 		}
-		p.next.ServeHTTP(w, r)
+		typed()
 		return
 	}
 	c, upstream := p.own, call.name
 	if c == nil {
 		if c, upstream = p.hub.aggregatedTool(call.name); c == nil {
-			p.next.ServeHTTP(w, r)
+			typed()
 			return
 		}
 	} else if c.own.GetTool(call.name) == nil {
-		p.next.ServeHTTP(w, r)
+		typed()
 		return
 	}
 	cfg := c.config()
 	if _, cached := cfg.CacheTools[upstream]; cached || cfg.Kind() != servers.Stdio || !p.fresh.seen(session, p.sessions.IdleTTL) {
-		p.next.ServeHTTP(w, r)
+		typed()
 		return
 	}
 	p.answer(w, r, c, call, upstream, session, caller)
 }
 
-// inFlightKey names a call as the transport's cancellation does, its
-// session and its id as JSON decodes it, and by its caller besides.
-func inFlightKey(caller op.Caller, session string, id any) string {
-	return fmt.Sprintf("%d/%s:%s:%v", caller.Role, caller.Name, session, id)
+// callKey names a call as the transport's cancellation does, by its
+// session and its id (idKey), and by its caller besides.
+type callKey struct {
+	role          op.Role
+	name, session string
+	id            string
 }
 
-// cancellation is the request id a notifications/cancelled in body names.
-func cancellation(body []byte) (any, bool) {
-	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) {
-		return nil, false
-	}
-	var n struct {
-		Method string `json:"method"`
-		Params struct {
-			RequestID any `json:"requestId"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &n) != nil || n.Method != string(mcp.MethodNotificationCancelled) || n.Params.RequestID == nil {
-		return nil, false
-	}
-	return n.Params.RequestID, true
+func keyOf(caller op.Caller, session string, id []byte) callKey {
+	return callKey{role: caller.Role, name: caller.Name, session: session, id: idKey(id)}
 }
 
-// requestID is the id of the one JSON-RPC request in body.
-func requestID(body []byte) (any, bool) {
-	var msg struct {
-		ID     any    `json:"id"`
-		Method string `json:"method"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.ID == nil || msg.Method == "" {
+// cancellation is the request id a notifications/cancelled in body names,
+// as written.
+func cancellation(body []byte) ([]byte, bool) {
+	if !bytes.Contains(body, []byte(mcp.MethodNotificationCancelled)) || !json.Valid(body) {
 		return nil, false
 	}
-	return msg.ID, true
+	f, ok := mcpx.ReadFrame(body)
+	if !ok || f.Method != string(mcp.MethodNotificationCancelled) || f.Params == nil {
+		return nil, false
+	}
+	var id []byte
+	mcpx.Members(f.Params, func(key, value []byte) bool {
+		if string(key) == "requestId" {
+			id = value
+		}
+		return true
+	})
+	return id, id != nil && string(id) != "null"
+}
+
+// requestID is the id of the one JSON-RPC request in body, as written.
+func requestID(body []byte) ([]byte, bool) {
+	if !json.Valid(body) {
+		return nil, false
+	}
+	f, ok := mcpx.ReadFrame(body)
+	if !ok || f.ID == nil || string(f.ID) == "null" || f.Method == "" {
+		return nil, false
+	}
+	return f.ID, true
 }
 
 // cancel ends the passthrough's call in progress that caller's
 // cancellation of request id in session names, if there is one.
-func (p *passthrough) cancel(caller op.Caller, session string, id any) {
-	if cancel, ok := p.inFlight.LoadAndDelete(inFlightKey(caller, session, id)); ok {
-		(*cancel.(*context.CancelFunc))()
+func (p *passthrough) cancel(caller op.Caller, session string, id []byte) {
+	if cancel := p.inFlight.take(keyOf(caller, session, id), nil); cancel != nil {
+		(*cancel)()
 	}
+}
+
+// inFlight holds the passthrough's calls in progress, each by its key.
+type inFlight struct {
+	mu    sync.Mutex
+	calls map[callKey]*context.CancelFunc
+}
+
+func (f *inFlight) put(key callKey, cancel *context.CancelFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[callKey]*context.CancelFunc{}
+	}
+	f.calls[key] = cancel
+}
+
+// take removes and returns the call of key: whichever it is when only is
+// nil, else only that one (a client that reuses an id while its call runs
+// must not take the other call's entry away).
+func (f *inFlight) take(key callKey, only *context.CancelFunc) *context.CancelFunc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cancel := f.calls[key]
+	if cancel != nil && (only == nil || cancel == only) {
+		delete(f.calls, key)
+		return cancel
+	}
+	return nil
 }
 
 // typedCalls counts calls in progress by caller and request id.
 type typedCalls struct {
 	mu sync.Mutex
-	n  map[string]int
+	n  map[callKey]int
 }
 
 // hold counts a call in; the function returned counts it out.
-func (t *typedCalls) hold(caller op.Caller, id any) func() {
-	key := inFlightKey(caller, "", id)
+func (t *typedCalls) hold(caller op.Caller, id []byte) func() {
+	key := keyOf(caller, "", id)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == nil {
-		t.n = map[string]int{}
+		t.n = map[callKey]int{}
 	}
 	t.n[key]++
 	return func() {
@@ -191,31 +233,31 @@ func (t *typedCalls) hold(caller op.Caller, id any) func() {
 	}
 }
 
-func (t *typedCalls) has(caller op.Caller, id any) bool {
+func (t *typedCalls) has(caller op.Caller, id []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.n[inFlightKey(caller, "", id)] > 0
+	return t.n[keyOf(caller, "", id)] > 0
 }
 
 // answer forwards the call and writes the JSON-RPC response as the
 // transport would: 200 with application/json, the caller's id as it sent
 // it.
 func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, call toolCall, upstream, session string, caller op.Caller) {
-	// The id as the transport decodes it: hooks get it, and cancellations
-	// name the call by it.
-	var id any
-	json.Unmarshal(call.id, &id)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	// By pointer: a client that reuses an id while its call runs must not
 	// take the other call's entry away.
-	key, entry := inFlightKey(caller, session, id), &cancel
-	p.inFlight.Store(key, entry)
-	defer p.inFlight.CompareAndDelete(key, entry)
+	key, entry := keyOf(caller, session, call.id), &cancel
+	p.inFlight.put(key, entry)
+	defer p.inFlight.take(key, entry)
 	hooks := p.hooks()
-	req := &mcp.CallToolRequest{Request: mcp.Request{Method: string(mcp.MethodToolsCall)}, Header: r.Header}
-	req.Params.Name = call.name
+	// The id as the transport decodes it, for the hooks.
+	var id any
+	var req *mcp.CallToolRequest
 	if hooks != nil {
+		json.Unmarshal(call.id, &id)
+		req = &mcp.CallToolRequest{Request: mcp.Request{Method: string(mcp.MethodToolsCall)}, Header: r.Header}
+		req.Params.Name = call.name
 		for _, hook := range hooks.OnBeforeAny {
 			hook(ctx, id, mcp.MethodToolsCall, req)
 		}
@@ -231,42 +273,43 @@ func (p *passthrough) answer(w http.ResponseWriter, r *http.Request, c *child, c
 	if err == nil && p.own == nil && bytes.Contains(result, []byte(`"uri"`)) {
 		result, err = namespacedRawResult(c.name, result)
 	}
-	var out any
 	if err != nil {
-		rpcErr := rpcError(err)
 		if hooks != nil {
 			for _, hook := range hooks.OnError {
 				hook(ctx, id, mcp.MethodToolsCall, req, err)
 			}
 		}
-		out = struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   any             `json:"error"`
-		}{mcp.JSONRPC_VERSION, call.id, rpcErr}
-	} else {
-		if hooks != nil {
-			// Hooks see whether the tool failed, not its content, which
-			// crossed undecoded.
-			_, failed := rawResult(result).toolError()
-			typed := &mcp.CallToolResult{IsError: failed}
-			for _, hook := range hooks.OnSuccess {
-				hook(ctx, id, mcp.MethodToolsCall, req, typed)
-			}
-			for _, hook := range hooks.OnAfterCallTool {
-				hook(ctx, id, req, typed)
-			}
+		if r.Context().Err() == nil {
+			writeJSON(w, http.StatusOK, struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   any             `json:"error"`
+			}{mcp.JSONRPC_VERSION, call.id, rpcError(err)})
 		}
-		out = struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Result  json.RawMessage `json:"result"`
-		}{mcp.JSONRPC_VERSION, call.id, result}
+		return
 	}
-	if r.Context().Err() != nil {
-		return // the caller is gone, as the transport leaves it
+	if r.Context().Err() == nil { // else the caller is gone, as the transport leaves it
+		// The result is the child's, checked to be JSON as it was read: it
+		// is written as it came, inside the response, and sent before the
+		// hooks run (the call log formats and writes a line).
+		out := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(call.id)+len(result)+1)
+		out = append(append(out, `{"jsonrpc":"2.0","id":`...), call.id...)
+		out = append(append(append(out, `,"result":`...), result...), '}')
+		httpjson.Raw(w, http.StatusOK, out)
+		http.NewResponseController(w).Flush()
 	}
-	writeJSON(w, http.StatusOK, out)
+	if hooks != nil {
+		// Hooks see whether the tool failed, not its content, which
+		// crossed undecoded.
+		_, failed := rawResult(result).toolError()
+		typed := &mcp.CallToolResult{IsError: failed}
+		for _, hook := range hooks.OnSuccess {
+			hook(ctx, id, mcp.MethodToolsCall, req, typed)
+		}
+		for _, hook := range hooks.OnAfterCallTool {
+			hook(ctx, id, req, typed)
+		}
+	}
 }
 
 // hooks are /mcp's server hooks (the gateway's call log); a server's own
@@ -292,9 +335,10 @@ func rpcError(err error) mcp.JSONRPCErrorDetails {
 // legacyJSON reports whether a request's headers are ones the transport
 // accepts for a JSON body of a protocol version before 2026-07-28.
 func legacyJSON(h http.Header) bool {
-	media, _, err := mime.ParseMediaType(h.Get("Content-Type"))
-	if err != nil || media != "application/json" {
-		return false
+	if t := h.Get("Content-Type"); t != "application/json" {
+		if media, _, err := mime.ParseMediaType(t); err != nil || media != "application/json" {
+			return false
+		}
 	}
 	v := h.Get(mcp.HeaderProtocolVersion)
 	return v == "" || (mcp.IsValidProtocolVersion(v) && !mcp.IsModernProtocol(v))
@@ -303,51 +347,50 @@ func legacyJSON(h http.Header) bool {
 // toolCall is a tools/call as it arrived: its id and arguments are passed
 // on verbatim.
 type toolCall struct {
-	id        json.RawMessage
+	id        []byte
 	name      string
-	arguments json.RawMessage
+	arguments []byte
 }
 
 // parseToolCall reads one JSON-RPC tools/call request whose params hold
-// nothing but a name and arguments.
+// nothing but a name and arguments, each written as the transport would
+// read it (a member it would match only case-insensitively, or a name with
+// escapes, leaves the request to the transport).
 func parseToolCall(body []byte) (toolCall, bool) {
-	var msg struct {
-		JSONRPC string                     `json:"jsonrpc"`
-		ID      json.RawMessage            `json:"id"`
-		Method  string                     `json:"method"`
-		Params  map[string]json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) || !plainID(msg.ID) {
+	if !json.Valid(body) {
 		return toolCall{}, false
 	}
-	var call toolCall
-	for k, v := range msg.Params {
-		switch k {
+	f, ok := mcpx.ReadFrame(body)
+	if !ok || f.JSONRPC != mcp.JSONRPC_VERSION || f.Method != string(mcp.MethodToolsCall) || !plainID(f.ID) || f.Params == nil {
+		return toolCall{}, false
+	}
+	call, plain := toolCall{id: f.ID}, true
+	ok = mcpx.Members(f.Params, func(key, value []byte) bool {
+		switch string(key) {
 		case "name":
-			if json.Unmarshal(v, &call.name) != nil {
-				return toolCall{}, false
+			if plain = len(value) > 2 && value[0] == '"' && bytes.IndexByte(value, '\\') < 0; plain {
+				call.name = string(value[1 : len(value)-1])
 			}
 		case "arguments":
-			if !bytes.Equal(v, []byte("null")) {
-				call.arguments = v
+			if string(value) != "null" {
+				call.arguments = value
 			}
 		default:
-			return toolCall{}, false
+			plain = false
 		}
-	}
-	call.id = msg.ID
-	return call, call.name != ""
+		return plain
+	})
+	return call, ok && plain && call.name != ""
 }
 
 // plainID is a request id that is a string or a number.
-func plainID(id json.RawMessage) bool {
+func plainID(id []byte) bool {
 	if len(id) == 0 {
 		return false
 	}
 	switch c := id[0]; {
 	case c == '"':
-		var s string
-		return json.Unmarshal(id, &s) == nil
+		return true // the body is valid JSON: a string
 	case c == '-' || (c >= '0' && c <= '9'):
 		_, err := strconv.ParseFloat(string(id), 64)
 		return err == nil
@@ -377,18 +420,13 @@ func (h *Hub) aggregatedTool(name string) (*child, string) {
 
 // callRaw forwards a tools/call to c's session as bytes and returns the
 // result as the child sent it.
-func (h *Hub) callRaw(ctx context.Context, c *child, upstream string, arguments json.RawMessage) (json.RawMessage, error) {
-	name, err := json.Marshal(upstream)
-	if err != nil {
-		return nil, err
-	}
-	params := append([]byte(`{"name":`), name...)
-	if arguments != nil {
-		params = append(append(params, `,"arguments":`...), arguments...)
-	}
-	params = append(params, '}')
+func (h *Hub) callRaw(ctx context.Context, c *child, upstream string, arguments []byte) (json.RawMessage, error) {
 	v, err := h.forward(ctx, c, "tools/call", upstream, nil, func(ctx context.Context, cl *client.Client) (any, error) {
-		return h.sendRaw(ctx, cl.GetTransport(), json.RawMessage(params))
+		conn, ok := cl.GetTransport().(*stdioConn)
+		if !ok {
+			return nil, fmt.Errorf("server %s is not a stdio server", c.name)
+		}
+		return h.sendRaw(ctx, conn, upstream, arguments)
 	})
 	if err != nil {
 		return nil, err
@@ -396,42 +434,70 @@ func (h *Hub) callRaw(ctx context.Context, c *child, upstream string, arguments 
 	return json.RawMessage(v.(rawResult)), nil
 }
 
-// sendRaw sends one tools/call on tr as the session's client would, with
+// sendRaw sends one tools/call on conn as the session's client would, with
 // an id of the hub's own, and tells the child when the caller gave up.
-func (h *Hub) sendRaw(ctx context.Context, tr transport.Interface, params json.RawMessage) (rawResult, error) {
-	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(fmt.Sprintf("lm-%d", h.rawSeq.Add(1))),
-		Method: string(mcp.MethodToolsCall), Params: params}
+func (h *Hub) sendRaw(ctx context.Context, conn *stdioConn, tool string, arguments []byte) (rawResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err)
 	}
-	res, err := tr.SendRequest(ctx, req)
+	name, err := json.Marshal(tool)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.ContainsAny(arguments, "\r\n") {
+		// A message is one line: the caller's arguments may be laid out
+		// on several (valid JSON has line breaks only between tokens).
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, arguments); err != nil {
+			return nil, err
+		}
+		arguments = compact.Bytes()
+	}
+	id := strconv.AppendUint([]byte(`"lm-`), h.rawSeq.Add(1), 10)
+	id = append(id, '"')
+	line := make([]byte, 0, 96+len(id)+len(name)+len(arguments))
+	line = append(append(line, `{"jsonrpc":"2.0","id":`...), id...)
+	line = append(append(line, `,"method":"tools/call","params":{"name":`...), name...)
+	if arguments != nil {
+		line = append(append(line, `,"arguments":`...), arguments...)
+	}
+	line = append(line, "}}\n"...)
+	answer, err := conn.call(ctx, id, line)
 	if err != nil {
 		if ctx.Err() != nil {
-			cancelled(ctx, tr, req.ID)
+			cancelled(ctx, conn, id)
 		}
 		return nil, transport.NewError(err)
 	}
-	if res.Error != nil {
-		return nil, res.Error.AsError()
+	f, _ := mcpx.ReadFrame(answer) // routed by it: an object
+	if f.Error != nil {
+		var e mcp.JSONRPCErrorDetails
+		if err := json.Unmarshal(f.Error, &e); err != nil {
+			return nil, fmt.Errorf("the server's error %s: %w", f.Error, err)
+		}
+		return nil, e.AsError()
 	}
-	return rawResult(res.Result), nil
+	if f.Result == nil {
+		return rawResult("null"), nil
+	}
+	return rawResult(f.Result), nil
 }
 
 // cancelNoticeTimeout bounds the notifications/cancelled sent for a call
 // its caller gave up on.
 const cancelNoticeTimeout = 5 * time.Second
 
-// cancelled tells the child to stop working on request id, off the
-// caller's path: the notice is best effort, and a child that does not read
-// must not hold anyone up.
-func cancelled(ctx context.Context, tr transport.Interface, id mcp.RequestId) {
+// cancelled tells the child to stop working on request id (JSON text), off
+// the caller's path: the notice is best effort, and a child that does not
+// read must not hold anyone up.
+func cancelled(ctx context.Context, conn *stdioConn, id []byte) {
 	reason := ctx.Err().Error()
 	go func() {
 		nctx, cancel := context.WithTimeout(context.Background(), cancelNoticeTimeout)
 		defer cancel()
-		tr.SendNotification(nctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		conn.SendNotification(nctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 			Method: string(mcp.MethodNotificationCancelled),
-			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": json.RawMessage(id), "reason": reason}},
 		}})
 	}()
 }

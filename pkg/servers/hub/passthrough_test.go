@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,12 +79,19 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%v %s error", id, method))
 	})
 	server.WithHooks(hooks)(h.aggregate)
-	hooked := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := seen
-		seen = nil
-		return out
+	// hooked takes what the hooks saw once they saw at least n calls (or a
+	// minute passed): the passthrough answers before it runs them.
+	hooked := func(n int) []string {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+			mu.Lock()
+			out := seen
+			if len(out) >= n || time.Now().After(deadline) {
+				seen = nil
+				mu.Unlock()
+				return out
+			}
+			mu.Unlock()
+		}
 	}
 	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/shapes", ""}, {"/mcp", "shapes__"}} {
 		for _, params := range []string{
@@ -95,10 +103,10 @@ func TestPassthroughAnswersAsTheTypedPath(t *testing.T) {
 		} {
 			params = strings.Replace(params, `"name":"`, `"name":"`+endpoint.prefix, 1)
 			call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
-			status, fast := post(t, url+endpoint.path, call, nil)
-			fastHooks := hooked()
 			typedStatus, typed := post(t, url+endpoint.path, typedWay(call), nil)
-			typedHooks := hooked()
+			typedHooks := hooked(0)
+			status, fast := post(t, url+endpoint.path, call, nil)
+			fastHooks := hooked(len(typedHooks))
 			if status != typedStatus || !sameJSON(t, fast, typed) {
 				t.Errorf("%s %s:\npassthrough %d %s\ntyped       %d %s", endpoint.path, params, status, fast, typedStatus, typed)
 			}
@@ -353,5 +361,124 @@ func TestACancellationWithoutSessionEndsOnlyItsCallersCall(t *testing.T) {
 				t.Errorf("%s %s: its own agent's cancellation did not end the call: %s", endpoint.path, way.name, body)
 			}
 		}
+	}
+}
+
+// resultText is the first text of a tools/call response's result, and its
+// id as written.
+func resultText(t *testing.T, body string) (id, text string) {
+	t.Helper()
+	var res struct {
+		ID     json.RawMessage `json:"id"`
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &res); err != nil || len(res.Result.Content) == 0 {
+		t.Fatalf("not a tool's result (%v): %.300s", err, body)
+	}
+	return string(res.ID), res.Result.Content[0].Text
+}
+
+// Each caller gets the answer to its own call when the child answers out
+// of order, with an answer to an id the hub never sent and a notification
+// in between.
+func TestPassthroughMatchesAnswersByID(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	c := h.child("raw")
+	c.mu.Lock()
+	conn := c.session.GetTransport().(*stdioConn)
+	c.mu.Unlock()
+	for _, endpoint := range []struct{ path, tool string }{{"/mcp/raw", "pair"}, {"/mcp", "raw__pair"}} {
+		var wg sync.WaitGroup
+		answers := make([]string, 2)
+		for i, tag := range []string{"first", "second"} {
+			wg.Go(func() {
+				_, answers[i] = postQuietly(url+endpoint.path,
+					fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"tag":%q}}}`, 7+i, endpoint.tool, tag), nil)
+			})
+			// The second call is sent once the first waits at the child,
+			// so the child answers them in the reverse order.
+			for i == 0 && len(conn.pending()) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		wg.Wait()
+		for i, tag := range []string{"first", "second"} {
+			if id, text := resultText(t, answers[i]); id != fmt.Sprint(7+i) || text != "pair "+tag {
+				t.Errorf("%s: call %d (%s) was answered %s %q", endpoint.path, 7+i, tag, id, text)
+			}
+		}
+	}
+}
+
+// pending are the ids of the calls waiting for their answers.
+func (c *stdioConn) pending() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.waiting))
+}
+
+// A call in progress when its child dies fails then, not at its timeout,
+// and the server's next start serves calls again.
+func TestPassthroughCallOfADyingChildFails(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 3600}}}`)
+	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/raw", ""}, {"/mcp", "raw__"}} {
+		s := settled(t, h, "raw")
+		if s.State != servers.Running {
+			t.Fatalf("raw: %+v", s)
+		}
+		restarts := s.RestartCount
+		status, body := post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"`+endpoint.prefix+`die","arguments":{}}}`, nil)
+		var res struct {
+			ID    int `json:"id"`
+			Error struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(body), &res); err != nil || status != http.StatusOK || res.ID != 3 || res.Error.Code != mcp.INTERNAL_ERROR ||
+			!strings.Contains(res.Error.Message, "server raw") {
+			t.Fatalf("%s: a call whose child died answered %d %s", endpoint.path, status, body)
+		}
+		// The supervisor sees the exit a moment after the call did.
+		for deadline := time.Now().Add(time.Minute); h.child("raw").status().RestartCount == restarts && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if s := settled(t, h, "raw"); s.State != servers.Running || s.RestartCount != restarts+1 {
+			t.Fatalf("raw after dying: %+v", s)
+		}
+		_, body = post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"`+endpoint.prefix+`echo","arguments":{"message":"back"}}}`, nil)
+		if _, text := resultText(t, body); text != "Echo: back" {
+			t.Errorf("%s: after the restart: %s", endpoint.path, body)
+		}
+	}
+}
+
+// An answer of 10 MiB on one line crosses whole, and arguments laid out on
+// several lines reach the child as one message.
+func TestPassthroughCarriesLargeAnswersAndLaidOutArguments(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/raw", ""}, {"/mcp", "raw__"}} {
+		_, body := post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"`+endpoint.prefix+`big"}}`, nil)
+		if id, text := resultText(t, body); id != `"big"` || text != strings.Repeat("x", 10<<20) {
+			t.Errorf("%s: the large answer came as %s with %d bytes of text", endpoint.path, id, len(text))
+		}
+		laidOut := "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 5,\n  \"method\": \"tools/call\",\n  \"params\": {\n    \"name\": \"" + endpoint.prefix +
+			"echo\",\n    \"arguments\": {\n      \"message\": \"on\\nmany lines\"\n    }\n  }\n}\n"
+		if _, text := resultText(t, func() string { _, b := post(t, url+endpoint.path, laidOut, nil); return b }()); text != "Echo: on\nmany lines" {
+			t.Errorf("%s: laid-out arguments answered %q", endpoint.path, text)
+		}
+	}
+	if s := h.child("raw").status(); s.RestartCount != 0 {
+		t.Errorf("the child restarted: %+v", s)
 	}
 }

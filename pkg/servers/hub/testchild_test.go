@@ -3,6 +3,7 @@ package hub
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -58,8 +59,13 @@ func childServer(t testing.TB, kind string, env map[string]string) string {
 //     ever ending the line (40 MiB), then waits;
 //   - grandchild: starts a process that ignores SIGTERM, writes its pid to
 //     $GRANDCHILD_PID, and itself ignores SIGTERM and outlasts the end of
-//     its stdin (as a stuck server would).
+//     its stdin (as a stuck server would);
+//   - raw: see serveRaw.
 func serveAsChild(kind string) {
+	if kind == "raw" {
+		serveRaw()
+		return
+	}
 	s := server.NewMCPServer(kind, "1", server.WithToolCapabilities(true), server.WithPromptCapabilities(true), server.WithResourceCapabilities(false, true))
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("message")), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("Echo: " + req.GetString("message", "")), nil
@@ -162,4 +168,77 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 		pw.CloseWithError(sc.Err())
 	}()
 	return pr
+}
+
+// serveRaw speaks MCP a line at a time without a library, to answer as a
+// library would not. Its tools:
+//   - pair answers only once a second call of pair is waiting, the later
+//     call first, and before them an answer to an id it was never sent and
+//     a log notification; each answer's text is "pair " and the call's
+//     argument tag;
+//   - die exits (status 5) in the middle of its call;
+//   - big answers a text of 10 MiB of "x", on one line;
+//   - echo answers "Echo: " and its argument message.
+func serveRaw() {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	send := func(v any) {
+		line, _ := json.Marshal(v)
+		out.Write(append(line, '\n'))
+		out.Flush()
+	}
+	answer := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	text := func(s string) any { return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}} }
+	var held []json.RawMessage
+	var tags []string
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string            `json:"name"`
+				Arguments map[string]string `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &msg) != nil || msg.ID == nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			answer(msg.ID, map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
+		case "tools/list":
+			var tools []any
+			for _, name := range []string{"pair", "die", "big", "echo"} {
+				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
+			}
+			answer(msg.ID, map[string]any{"tools": tools})
+		case "tools/call":
+			switch msg.Params.Name {
+			case "pair":
+				held, tags = append(held, msg.ID), append(tags, msg.Params.Arguments["tag"])
+				if len(held) == 2 {
+					answer(json.RawMessage(`"lm-never-sent"`), text("pair stray"))
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "pairing"}})
+					answer(held[1], text("pair "+tags[1]))
+					answer(held[0], text("pair "+tags[0]))
+					held, tags = nil, nil
+				}
+			case "die":
+				os.Exit(5)
+			case "big":
+				answer(msg.ID, text(strings.Repeat("x", 10<<20)))
+			default:
+				answer(msg.ID, text("Echo: "+msg.Params.Arguments["message"]))
+			}
+		default:
+			answer(msg.ID, map[string]any{})
+		}
+	}
 }

@@ -1,0 +1,275 @@
+package hub
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"lmtool.dev/lm/pkg/mcpx"
+)
+
+// stdioConn is the hub's end of a stdio child's MCP session, in place of
+// mcp-go's stdio transport: one message a line each way. Each line the
+// child writes is checked to be JSON once and routed by its top-level
+// members (mcpx.ReadFrame), without decoding the rest: an answer goes, as
+// the bytes it came as, to the call waiting for its id; notifications and
+// the child's own requests are decoded for the session's client. The
+// passthrough's calls (call) go out as the bytes they came as and their
+// answers are never decoded here; the typed client's (SendRequest) decode
+// theirs once.
+type stdioConn struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+
+	writeMu sync.Mutex // one line at a time on the child's stdin
+
+	mu      sync.Mutex
+	waiting map[string]chan []byte // the calls in progress by id (idKey), each for its answer's line
+
+	done      chan struct{} // closed once the child's output ends or the session is closed
+	closeOnce sync.Once
+
+	// ctx is the session's, set by Start: the child's requests are
+	// answered within it.
+	ctx            context.Context
+	onNotification atomic.Pointer[func(mcp.JSONRPCNotification)]
+	onRequest      atomic.Pointer[transport.RequestHandler]
+}
+
+var _ transport.BidirectionalInterface = (*stdioConn)(nil)
+
+func newStdioConn(out io.Reader, in io.WriteCloser) *stdioConn {
+	return &stdioConn{in: in, out: bufio.NewReaderSize(out, 64<<10), waiting: map[string]chan []byte{}, done: make(chan struct{})}
+}
+
+// Start reads the child's output until it ends.
+func (c *stdioConn) Start(ctx context.Context) error {
+	c.ctx = ctx
+	go c.read()
+	return nil
+}
+
+func (c *stdioConn) read() {
+	defer c.closeOnce.Do(func() { close(c.done) })
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		c.route(bytes.TrimRight(line, "\r\n"))
+	}
+}
+
+// route hands one line to whoever it is for. A line that is not one JSON
+// object, or an answer to no call in progress (one that gave up, or an id
+// the hub never sent), is dropped, as mcp-go's transport drops them.
+func (c *stdioConn) route(line []byte) {
+	if !json.Valid(line) {
+		return
+	}
+	f, ok := mcpx.ReadFrame(line)
+	switch {
+	case !ok:
+	case f.Method != "" && f.ID == nil:
+		var n mcp.JSONRPCNotification
+		if handle := c.onNotification.Load(); handle != nil && json.Unmarshal(line, &n) == nil {
+			(*handle)(n)
+		}
+	case f.Method != "":
+		var req transport.JSONRPCRequest
+		if json.Unmarshal(line, &req) == nil {
+			c.serveRequest(req)
+		}
+	case f.ID != nil:
+		key := idKey(f.ID)
+		c.mu.Lock()
+		answer, ok := c.waiting[key]
+		delete(c.waiting, key)
+		c.mu.Unlock()
+		if ok {
+			answer <- line // buffered: the caller may have given up
+		}
+	}
+}
+
+// serveRequest answers a request of the child's (sampling, roots, a ping)
+// with the session client's handler, off the reading goroutine.
+func (c *stdioConn) serveRequest(req transport.JSONRPCRequest) {
+	handle := c.onRequest.Load()
+	if handle == nil {
+		c.writeMessage(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
+		return
+	}
+	go func() {
+		res, err := (*handle)(c.ctx, req)
+		switch {
+		case err != nil:
+			c.writeMessage(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+		case res != nil:
+			c.writeMessage(res)
+		}
+	}()
+}
+
+// idKey is the key of a request id as JSON text: the text itself in the
+// usual case (a number or a string without escapes), else its canonical
+// encoding, so an answer is matched whatever way the child wrote the id.
+func idKey(id []byte) string {
+	if writtenOneWay(id) {
+		return string(id)
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		return string(id)
+	}
+	canonical, err := json.Marshal(v)
+	if err != nil {
+		return string(id)
+	}
+	return string(canonical)
+}
+
+// writtenOneWay is an id written one way only: a string without escapes, or an
+// integer.
+func writtenOneWay(id []byte) bool {
+	if len(id) >= 2 && id[0] == '"' {
+		return bytes.IndexByte(id, '\\') < 0
+	}
+	digits := bytes.TrimPrefix(id, []byte("-"))
+	for _, b := range digits {
+		if b < '0' || b > '9' {
+			return false
+		}
+	}
+	return len(digits) > 0
+}
+
+// call writes one request line whose id is id (as JSON text) and returns
+// the line that answers it. When ctx ends first the call is forgotten, and
+// its answer dropped when it comes.
+func (c *stdioConn) call(ctx context.Context, id []byte, line []byte) ([]byte, error) {
+	key := idKey(id)
+	answer := make(chan []byte, 1)
+	c.mu.Lock()
+	if _, taken := c.waiting[key]; taken {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("request id %s is already in use on this session", id)
+	}
+	c.waiting[key] = answer
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		if c.waiting[key] == answer {
+			delete(c.waiting, key)
+		}
+		c.mu.Unlock()
+	}
+	if err := c.write(line); err != nil {
+		forget()
+		return nil, err
+	}
+	select {
+	case got := <-answer:
+		return got, nil
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	case <-c.done:
+		// An answer read just before the output ended is still this call's.
+		select {
+		case got := <-answer:
+			return got, nil
+		default:
+		}
+		forget()
+		return nil, transport.ErrTransportClosed
+	}
+}
+
+// write sends one line (its newline added here) unless the session is over.
+func (c *stdioConn) write(line []byte) error {
+	select {
+	case <-c.done:
+		return transport.ErrTransportClosed
+	default:
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if _, err := c.in.Write(line); err != nil {
+		return fmt.Errorf("write to the server: %w", err)
+	}
+	return nil
+}
+
+// writeMessage sends v as one line.
+func (c *stdioConn) writeMessage(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.write(append(line, '\n'))
+}
+
+// SendRequest sends a request of the session's client and decodes its
+// answer.
+func (c *stdioConn) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
+	}
+	id, err := json.Marshal(req.ID)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request id: %w", err)
+	}
+	got, err := c.call(ctx, id, append(line, '\n'))
+	if err != nil {
+		return nil, err
+	}
+	var res transport.JSONRPCResponse
+	if err := json.Unmarshal(got, &res); err != nil {
+		return nil, fmt.Errorf("decode the answer: %w", err)
+	}
+	return &res, nil
+}
+
+// SendNotification sends a notification of the session's client.
+func (c *stdioConn) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.writeMessage(n)
+}
+
+func (c *stdioConn) SetNotificationHandler(handle func(mcp.JSONRPCNotification)) {
+	c.onNotification.Store(&handle)
+}
+
+func (c *stdioConn) SetRequestHandler(handle transport.RequestHandler) {
+	c.onRequest.Store(&handle)
+}
+
+// Close ends the session: calls in progress fail, and the child's stdin
+// closes (the process itself is the supervisor's to stop).
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.done) })
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if err := c.in.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return err
+	}
+	return nil
+}
+
+func (c *stdioConn) GetSessionId() string { return "" }
