@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lmtool.dev/lm/pkg/store"
@@ -16,6 +17,8 @@ type hub struct {
 	mu     sync.Mutex // guards cancel and done
 	cancel context.CancelFunc
 	done   chan struct{}
+	// rechecking says a recheckLater signal is due.
+	rechecking atomic.Bool
 }
 
 func (h *hub) init(s *Storage) {
@@ -91,6 +94,18 @@ func (h *hub) session(ctx context.Context, listening func()) bool {
 			return true
 		}
 		h.Broadcast()
+	}
+}
+
+// recheckLater signals every watcher after d, once however often it is
+// asked meanwhile: a reader held back from events that are committed but not
+// yet final reads again, even if no commit follows to wake it.
+func (h *hub) recheckLater(d time.Duration) {
+	if h.rechecking.CompareAndSwap(false, true) {
+		time.AfterFunc(d, func() {
+			h.rechecking.Store(false)
+			h.Broadcast()
+		})
 	}
 }
 
