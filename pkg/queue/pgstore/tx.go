@@ -486,15 +486,23 @@ func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
 	return nil
 }
 
-// SkipEvents does nothing: event ids here are not consecutive, so there
-// is no sequence to advance past the events a batch leaves unrecorded.
-func (t *tx) SkipEvents(int) error { return nil }
+// SkipEvents drops, as this transaction commits, every event recorded
+// before its own: ids here are not consecutive, so a gap cannot say that
+// events went unrecorded, and a reader resuming from before it must find
+// its last event gone, as when events expire.
+func (t *tx) SkipEvents(n int) error {
+	if n > 0 {
+		t.events.skipped = true
+	}
+	return nil
+}
 
 // pendingEvents are the events of a transaction, recorded as it commits.
 type pendingEvents struct {
-	types []string
-	ats   []time.Time
-	data  []string
+	types   []string
+	ats     []time.Time
+	data    []string
+	skipped bool
 }
 
 // Event ids. A transaction's events take the ids eventBase + xid<<eventIDBits
@@ -529,6 +537,13 @@ const record = `WITH counted AS (
 	)
 	SELECT sum(events)::bigint + cardinality($2::text[]) FROM lm_queue_counts`
 
+// dropEarlier drops the events recorded before the transaction's own
+// and takes them off the count (see SkipEvents).
+const dropEarlier = `WITH gone AS (
+		DELETE FROM lm_queue_events WHERE id <= $1::bigint + (pg_current_xact_id()::text::bigint << $2) RETURNING 1
+	)
+	UPDATE lm_queue_counts SET events = events - (SELECT count(*) FROM gone) WHERE slot = pg_backend_pid() % $3`
+
 // trim drops the oldest events beyond the retention window and takes
 // them off the count. Two trims at once delete each event once: the
 // later one skips rows the earlier deleted, and counts what it deleted.
@@ -555,6 +570,9 @@ func (t *tx) commit() error {
 			// transaction of their own.
 			end = append([]*pgx.QueuedQuery{{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"}}, end...)
 			t.begun = true
+		}
+		if e.skipped {
+			end = append(end, &pgx.QueuedQuery{SQL: dropEarlier, Arguments: []any{t.s.eventBase, eventIDBits, countSlots}})
 		}
 		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{t.s.eventBase, e.types, e.ats, e.data,
 			t.counted.pending, t.counted.consumed, countSlots, eventIDBits}}
