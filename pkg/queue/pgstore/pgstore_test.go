@@ -415,3 +415,67 @@ func TestReaderNeverMissesAnEventCommittedBelowOneItRead(t *testing.T) {
 		t.Fatalf("the reader saw %v, the feed holds %d events", got, len(all))
 	}
 }
+
+// A follower whose feed holds an event back (a transaction older than the
+// event's still ran) gets it once that transaction ends, although that
+// transaction sends no notification: the process re-reads by itself.
+func TestFollowerGetsEventsHeldBackByATransactionThatNeverNotifies(t *testing.T) {
+	env := migrated(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"held"}}); err != nil {
+		t.Fatal(err)
+	}
+	feed, err := queue.OpenFeed(ctx, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := make(chan queue.Event, 16)
+	go feed.Follow(ctx, nil, func() bool { return false }, func(events []queue.Event) error {
+		for _, e := range events {
+			delivered <- e
+		}
+		return nil
+	})
+	other, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// A transaction that takes a lock, and with it a transaction id, and
+	// commits nothing that notifies.
+	release, holding := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- other.Update(ctx, func(tx queue.Tx) error {
+			tx.Settings()
+			if _, ok := tx.Claim(); !ok {
+				return errors.New("nothing to claim")
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"behind it"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-delivered:
+		t.Fatalf("delivered %s while an older transaction ran", e.Data)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-delivered:
+		if e.Type != queue.EventCreated || !strings.Contains(string(e.Data), "behind it") {
+			t.Fatalf("delivered %s %s", e.Type, e.Data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held-back event was never delivered")
+	}
+}

@@ -611,42 +611,21 @@ func (t *tx) rollback() {
 	}
 }
 
-// How long EventsSince waits for the events it found but may not read
-// yet: a transaction older than theirs still runs, and may yet commit
-// events with lower ids. Such a transaction is mostly a claim a moment from
-// its commit; one that runs longer (a slow client, or any long transaction
-// in the cluster, whose ids all databases share) holds the events back
-// for as long as it runs, and the process's watchers are signalled to read
-// again every heldBackRecheck meanwhile.
-const (
-	heldBackFirstWait = 500 * time.Microsecond
-	heldBackMaxWait   = 100 * time.Millisecond
-	heldBackRecheck   = 100 * time.Millisecond
-)
-
 // EventsSince returns the final events after seq (see eventIDBits): a
 // reader that read id n has read every id below it that will ever commit.
-// Outside a write transaction, which could hold events back itself, it
-// waits a little for events held back.
+// Events committed but not yet final are left for a later read, which the
+// process's watchers are signalled to make (see hub.heldBack): the
+// transaction holding them back may end without a notification.
 func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
-	wait, waited := heldBackFirstWait, time.Duration(0)
-	for {
-		events, heldBack := t.finalEventsSince(seq, limit)
-		if !heldBack || t.err != nil || t.begun || t.write {
-			return events
-		}
-		if waited >= heldBackMaxWait {
-			t.s.hub.recheckLater(heldBackRecheck)
-			return events
-		}
-		select {
-		case <-time.After(wait):
-		case <-t.ctx.Done():
-			return events
-		}
-		waited += wait
-		wait = min(2*wait, 16*time.Millisecond)
+	events, heldBack := t.finalEventsSince(seq, limit)
+	switch {
+	case t.err != nil:
+	case heldBack:
+		t.s.hub.heldBack()
+	default:
+		t.s.hub.caughtUp()
 	}
+	return events
 }
 
 // finalEventsSince reads the events after seq up to the first one not yet
