@@ -45,10 +45,7 @@ type Storage struct {
 	pool     *pgxpool.Pool
 	shown    string // the URL with its password masked
 	identity string
-	// eventBase is added to every event id: the last id schema version 1
-	// gave, so ids keep growing across the migration.
-	eventBase int64
-	hub       hub
+	hub      hub
 }
 
 // Redact masks the password of a database URL, for every message and log:

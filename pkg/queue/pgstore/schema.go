@@ -83,7 +83,7 @@ func (s *Storage) checkSchema(ctx context.Context) error {
 		return op.Errorf(op.KindUnavailable, "queue database %s has schema version %d; this lm needs %d", s.shown, v, SchemaVersion).
 			WithHint("run lm store migrate --store %s (with PGPASSWORD set) once, from one machine", s.shown)
 	}
-	return s.fault(s.pool.QueryRow(ctx, "SELECT identity, event_base FROM lm_queue_meta").Scan(&s.identity, &s.eventBase))
+	return s.fault(s.pool.QueryRow(ctx, "SELECT identity FROM lm_queue_meta").Scan(&s.identity))
 }
 
 // MigrateOutput reports a migration.

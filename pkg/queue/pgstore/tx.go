@@ -33,7 +33,7 @@ const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
 // acknowledgement two.
 type tx struct {
 	ctx  context.Context
-	s    *Storage
+	s    *Storage // whose watchers a held-back read signals; may be nil
 	conn *pgx.Conn
 	err  error
 	// opened says the statements from the next one on run inside the
@@ -517,32 +517,35 @@ const (
 	maxTxEvents = 1<<eventIDBits - 1
 )
 
-// horizon is the lowest id an event not yet final can have ($1 is
-// eventBase): that of the oldest transaction running when the statement's
-// snapshot was taken, or of the next one. It is taken from the statement's
-// own snapshot, so every final event is visible to the statement that
-// finds it final.
-var horizon = fmt.Sprintf("($1::bigint + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << %d))", eventIDBits)
+// eventBase is added to every event id: the last id schema version 1
+// gave, so ids keep growing across the migration.
+const eventBase = "(SELECT event_base FROM lm_queue_meta)"
+
+// horizon is the lowest id an event not yet final can have: that of the
+// oldest transaction running when the statement's snapshot was taken, or
+// of the next one. It is taken from the statement's own snapshot, so every
+// final event is visible to the statement that finds it final.
+var horizon = fmt.Sprintf("(%s + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << %d))", eventBase, eventIDBits)
 
 // record is the statement that records the transaction's events under
 // their ids and adds its changes to a slot of the counts; it returns how
 // many events are stored.
 const record = `WITH counted AS (
-		UPDATE lm_queue_counts SET pending = pending + $5, consumed = consumed + $6, events = events + cardinality($2::text[])
+		UPDATE lm_queue_counts SET pending = pending + $5, consumed = consumed + $6, events = events + coalesce(cardinality($2::text[]), 0)
 		WHERE slot = pg_backend_pid() % $7
 	), recorded AS (
 		INSERT INTO lm_queue_events (id, type, at, data)
-		SELECT $1::bigint + (pg_current_xact_id()::text::bigint << $8) + e.n, e.type, e.at, e.data::json
+		SELECT ` + eventBase + ` + (pg_current_xact_id()::text::bigint << $1) + e.n, e.type, e.at, e.data::json
 		FROM unnest($2::text[], $3::timestamptz[], $4::text[]) WITH ORDINALITY AS e(type, at, data, n)
 	)
-	SELECT sum(events)::bigint + cardinality($2::text[]) FROM lm_queue_counts`
+	SELECT sum(events)::bigint + coalesce(cardinality($2::text[]), 0) FROM lm_queue_counts`
 
 // dropEarlier drops the events recorded before the transaction's own
 // and takes them off the count (see SkipEvents).
 const dropEarlier = `WITH gone AS (
-		DELETE FROM lm_queue_events WHERE id <= $1::bigint + (pg_current_xact_id()::text::bigint << $2) RETURNING 1
+		DELETE FROM lm_queue_events WHERE id <= ` + eventBase + ` + (pg_current_xact_id()::text::bigint << $1) RETURNING 1
 	)
-	UPDATE lm_queue_counts SET events = events - (SELECT count(*) FROM gone) WHERE slot = pg_backend_pid() % $3`
+	UPDATE lm_queue_counts SET events = events - (SELECT count(*) FROM gone) WHERE slot = pg_backend_pid() % $2`
 
 // trim drops the oldest events beyond the retention window and takes
 // them off the count. Two trims at once delete each event once: the
@@ -572,10 +575,10 @@ func (t *tx) commit() error {
 			t.begun = true
 		}
 		if e.skipped {
-			end = append(end, &pgx.QueuedQuery{SQL: dropEarlier, Arguments: []any{t.s.eventBase, eventIDBits, countSlots}})
+			end = append(end, &pgx.QueuedQuery{SQL: dropEarlier, Arguments: []any{eventIDBits, countSlots}})
 		}
-		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{t.s.eventBase, e.types, e.ats, e.data,
-			t.counted.pending, t.counted.consumed, countSlots, eventIDBits}}
+		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{eventIDBits, e.types, e.ats, e.data,
+			t.counted.pending, t.counted.consumed, countSlots}}
 		q.QueryRow(func(row pgx.Row) error { return row.Scan(&stored) })
 		end = append(end, q)
 	}
@@ -619,7 +622,7 @@ func (t *tx) rollback() {
 func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
 	events, heldBack := t.finalEventsSince(seq, limit)
 	switch {
-	case t.err != nil:
+	case t.err != nil || t.s == nil: // not run by a Storage: no watchers to signal
 	case heldBack:
 		t.s.hub.heldBack()
 	default:
@@ -644,8 +647,8 @@ func (t *tx) finalEventsSince(seq uint64, limit int) (events []queue.Event, held
 		err := r.Scan(&id, &e.Type, &e.Timestamp, &data, &e.final)
 		e.ID, e.Timestamp, e.Data = uint64(id), e.Timestamp.UTC(), json.RawMessage(data)
 		return e, err
-	}, "SELECT id, type, at, data, id < "+horizon+" FROM lm_queue_events WHERE id > $2 ORDER BY id LIMIT $3",
-		t.s.eventBase, int64(seq), limitOf(limit))
+	}, "SELECT id, type, at, data, id < "+horizon+" FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2",
+		int64(seq), limitOf(limit))
 	for _, r := range rows {
 		if !r.final {
 			return events, true
@@ -659,6 +662,6 @@ func (t *tx) finalEventsSince(seq uint64, limit int) (events []queue.Event, held
 // it misses none committed later.
 func (t *tx) LastEvent() uint64 {
 	var seq int64
-	t.fail(t.queryRow("SELECT coalesce(max(id), $1) FROM lm_queue_events WHERE id < "+horizon, []any{t.s.eventBase}, &seq))
+	t.fail(t.queryRow("SELECT coalesce(max(id), "+eventBase+") FROM lm_queue_events WHERE id < "+horizon, nil, &seq))
 	return uint64(seq)
 }
