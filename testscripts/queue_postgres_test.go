@@ -30,12 +30,21 @@ func teamEnv(home, url string) []string {
 // lm store migrate and returns its URL.
 func teamDatabase(t *testing.T) string {
 	t.Helper()
-	url := pgtest.Own(t).URL(t)
+	_, url := teamCluster(t)
+	return url
+}
+
+// teamCluster is teamDatabase with the cluster, for a test that stops and
+// starts it.
+func teamCluster(t *testing.T) (*pgtest.Cluster, string) {
+	t.Helper()
+	cluster := pgtest.Own(t)
+	url := cluster.URL(t)
 	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "store", "migrate", "-r", "--jq", `"\(.from) \(.to)"`)
 	if out != fmt.Sprintf("0 %d\n", pgstore.SchemaVersion) {
 		t.Fatalf("lm store migrate: %q", out)
 	}
-	return url
+	return cluster, url
 }
 
 // TestPostgresExactlyOnceAcrossProcesses races 2 producer processes adding
@@ -190,12 +199,16 @@ func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
 		"postgres://lm@127.0.0.1:1/lm?connect_timeout=2&password=hunter2",
 		"postgres://lm@127.0.0.1:1/lm?sslpassword=hunter2&connect_timeout=2",
 	} {
-		for _, args := range [][]string{{"queue", "list"}, {"store", "queue"}} {
+		for _, args := range [][]string{{"queue", "list"}, {"store", "queue"}, {"store", "info"}, {"store", "check"},
+			{"store", "backup", filepath.Join(home, "backup.db")}} {
 			cmd = exec.Command("lm", args...)
 			cmd.Env = append(lmEnv(home), "LM_STORE="+url)
 			out, err = cmd.CombinedOutput()
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
 				t.Fatalf("lm %s on an unreachable database: %v %s", strings.Join(args, " "), err, out)
+			}
+			if _, err := os.Stat(filepath.Join(home, "backup.db")); err == nil {
+				t.Fatalf("lm %s on an unreachable database wrote the local store's copy", strings.Join(args, " "))
 			}
 		}
 	}

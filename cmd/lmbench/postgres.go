@@ -23,8 +23,8 @@ import (
 
 // postgresBench measures the queue on PostgreSQL, in a private cluster:
 // claim throughput against a bare SKIP LOCKED loop on the same database,
-// and the wake-up latency between two LM_HOMEs (two machines' gateways or
-// CLIs) sharing it. Without PostgreSQL it prints why it measured nothing.
+// the wake-up latency between two LM_HOMEs (two machines' gateways or
+// CLIs) sharing it, and many agents over one and three gateways. Without PostgreSQL it prints why it measured nothing.
 func postgresBench(lm string) error {
 	fmt.Println("## The queue on PostgreSQL")
 	fmt.Println()
@@ -46,39 +46,55 @@ func postgresBench(lm string) error {
 }
 
 // agentsOnDatabase is the many-agents benchmark (see agentsBench) with 50
-// agents on one gateway whose queue is in the database.
+// agents on one gateway whose queue is in the database, and on three
+// gateways (each on a LM_HOME of its own, as on three machines) sharing it.
 func agentsOnDatabase(cluster *pgtest.Cluster, lm string) error {
+	const agents = 50
+	fmt.Printf("%d agents whose queue is in the database, as in the many-agents benchmark (%d instructions, each delivered exactly once), "+
+		"the agents and the HTTP adds spread over the gateways:\n\n", agents, agentsInstructions)
+	fmt.Println("| gateways | agents | deliveries/s | add → delivery p50 | p99 | max |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, gateways := range []int{1, 3} {
+		res, err := agentsOnGateways(cluster, lm, gateways, agents)
+		if err != nil {
+			return fmt.Errorf("%d agents on %d gateways on the database: %w", agents, gateways, err)
+		}
+		fmt.Printf("| %d | %d | %.0f | %s | %s | %s |\n", gateways, agents, float64(res.Delivered)/res.Elapsed.Seconds(),
+			ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)))
+	}
+	return nil
+}
+
+// agentsOnGateways runs the many-agents load over n gateways on a fresh
+// database.
+func agentsOnGateways(cluster *pgtest.Cluster, lm string, n, agents int) (agentload.Result, error) {
 	url, err := cluster.Database()
 	if err != nil {
-		return err
+		return agentload.Result{}, err
 	}
 	dir, cleanup := home()
 	defer cleanup()
 	for _, args := range [][]string{{"store", "migrate"}, {"queue", "config", "default_wait_seconds=30"}} {
 		if out, err := command(dir, lm, append([]string{"--store", url}, args...)...).CombinedOutput(); err != nil {
-			return fmt.Errorf("lm %v: %v: %s", args, err, out)
+			return agentload.Result{}, fmt.Errorf("lm %v: %v: %s", args, err, out)
 		}
 	}
-	gw, err := startServer(command(dir, lm, "--store", url, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
-	if err != nil {
-		return err
+	var bases []string
+	for range n {
+		gwHome, done := home()
+		defer done()
+		gw, err := startServer(command(gwHome, lm, "--store", url, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", gwHome+"/gw.addr"), gwHome+"/gw.addr")
+		if err != nil {
+			return agentload.Result{}, err
+		}
+		defer gw.stop()
+		bases = append(bases, gw.base)
 	}
-	defer gw.stop()
-	const agents = 50
-	res, err := agentload.Run(context.Background(), agentload.Config{
-		URL: gw.base, Agents: agents,
+	return agentload.Run(context.Background(), agentload.Config{
+		URL: bases[0], More: bases[1:], Agents: agents,
 		HTTPAdds: agentsInstructions / 2, HTTPProducers: 8, CLIAdds: agentsInstructions - agentsInstructions/2, CLIBatch: 100,
 		LM: lm, Env: append(os.Environ(), "LM_HOME="+dir, "LM_STORE="+url), Timeout: 10 * time.Minute,
 	})
-	if err != nil {
-		return fmt.Errorf("%d agents on the database: %w", agents, err)
-	}
-	fmt.Printf("%d agents on one gateway whose queue is in the database, as in the many-agents benchmark (%d instructions, each delivered exactly once):\n\n", agents, agentsInstructions)
-	fmt.Println("| agents | deliveries/s | add → delivery p50 | p99 | max |")
-	fmt.Println("|---|---|---|---|---|")
-	fmt.Printf("| %d | %.0f | %s | %s | %s |\n", agents, float64(res.Delivered)/res.Elapsed.Seconds(),
-		ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)))
-	return nil
 }
 
 const benchClaimers = 8

@@ -27,6 +27,10 @@ type Config struct {
 	// URL is the gateway's base URL; Token its bearer token ("" with
 	// --no-token).
 	URL, Token string
+	// More are further gateways' base URLs, serving the same queue (a
+	// database) with the same token: agent i and HTTP producer i use the
+	// i-th of URL and More, round the list.
+	More []string
 	// Agents is how many MCP sessions loop get_user_request.
 	Agents int
 	// HTTPAdds instructions are added one per POST by HTTPProducers
@@ -39,6 +43,14 @@ type Config struct {
 	// Timeout bounds the run: instructions not delivered by then are
 	// reported missing.
 	Timeout time.Duration
+}
+
+// gateway is the base URL agent or producer i uses.
+func (c Config) gateway(i int) string {
+	if i%(1+len(c.More)) == 0 {
+		return c.URL
+	}
+	return c.More[i%(1+len(c.More))-1]
 }
 
 // Result is what a run saw.
@@ -61,7 +73,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	agents := make([]*client.Client, cfg.Agents)
 	for i := range agents {
-		cl, err := connect(ctx, cfg, httpc, fmt.Sprintf("agent-%d", i))
+		cl, err := connect(ctx, cfg, httpc, cfg.gateway(i), fmt.Sprintf("agent-%d", i))
 		if err != nil {
 			return Result{}, fmt.Errorf("agent %d: %w", i, err)
 		}
@@ -177,12 +189,12 @@ func summary(items []string) string {
 }
 
 // connect opens an agent's MCP session on /mcp.
-func connect(ctx context.Context, cfg Config, httpc *http.Client, name string) (*client.Client, error) {
+func connect(ctx context.Context, cfg Config, httpc *http.Client, base, name string) (*client.Client, error) {
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPBasicClient(httpc)}
 	if cfg.Token != "" {
 		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + cfg.Token}))
 	}
-	cl, err := client.NewStreamableHttpClient(cfg.URL+"/mcp", opts...)
+	cl, err := client.NewStreamableHttpClient(base+"/mcp", opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +251,7 @@ func produce(ctx context.Context, cfg Config, httpc *http.Client, stamp func(...
 			for i := p; i < cfg.HTTPAdds; i += cfg.HTTPProducers {
 				content := fmt.Sprintf("http-%d", i)
 				stamp(content)
-				if err := post(ctx, cfg, httpc, content); err != nil {
+				if err := post(ctx, cfg, httpc, cfg.gateway(p), content); err != nil {
 					errs <- err
 					return
 				}
@@ -273,10 +285,11 @@ func produce(ctx context.Context, cfg Config, httpc *http.Client, stamp func(...
 	return errors.Join(all...)
 }
 
-// post adds one instruction with POST /api/instructions.
-func post(ctx context.Context, cfg Config, httpc *http.Client, content string) error {
+// post adds one instruction with POST /api/instructions on the gateway at
+// base.
+func post(ctx context.Context, cfg Config, httpc *http.Client, base, content string) error {
 	body, _ := json.Marshal(map[string]string{"content": content})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL+"/api/instructions", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/instructions", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,12 @@ package confine
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -244,5 +247,171 @@ func TestAgentsDoNotReadLMsHome(t *testing.T) {
 	}
 	if data, err := r.ReadFile("in.txt"); err != nil || len(data) == 0 {
 		t.Errorf("an ordinary file: %q, %v", data, err)
+	}
+}
+
+// An opener keeping a directory open opens what OpenFD would, file by
+// file, while the tree changes under it: a file swapped for a link out is
+// refused, one swapped for a link inside is followed, and a directory
+// swapped for a link out leads nowhere: what the opener still reads is in
+// the directory it kept.
+func TestOpenerOpensWhatOpenFDWould(t *testing.T) {
+	root, outside := layout(t)
+	for _, name := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
+		os.WriteFile(filepath.Join(root, "d", name), []byte(name), 0o644)
+	}
+	os.WriteFile(filepath.Join(outside, "e.txt"), []byte(secret), 0o644)
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := r.Opener()
+	defer o.Close()
+	read := func(name string) (string, error) {
+		fd, err := o.OpenFD(name)
+		if err != nil {
+			return "", err
+		}
+		f := os.NewFile(uintptr(fd), name)
+		defer f.Close()
+		data, err := io.ReadAll(f)
+		return string(data), err
+	}
+	for _, name := range []string{"d/a.txt", "d/b.txt"} { // the second keeps d
+		if got, err := read(name); err != nil || got != filepath.Base(name) {
+			t.Fatalf("%s: %q, %v", name, got, err)
+		}
+	}
+	if o.dirFD < 0 {
+		t.Fatal("the opener did not keep the directory: the rest would test OpenFD only")
+	}
+	swap := func(name, target string) {
+		os.Remove(filepath.Join(root, name))
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	swap("d/c.txt", filepath.Join(outside, "secret.txt"))
+	if got, err := read("d/c.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a file swapped for a link out: %q, %v, want outside_root", got, err)
+	}
+	swap("d/d.txt", "a.txt")
+	if got, err := read("d/d.txt"); err != nil || got != "a.txt" {
+		t.Errorf("a file swapped for a link inside: %q, %v, want a.txt's content", got, err)
+	}
+	if err := os.Rename(filepath.Join(root, "d"), filepath.Join(root, "old")); err != nil {
+		t.Fatal(err)
+	}
+	swap("d", outside)
+	if got, err := read("d/e.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a directory swapped for a link out: %q, %v, want outside_root", got, err)
+	}
+	// The kept directory is the one moved, still in the root: its file,
+	// not what the link in its place leads to.
+	if got, err := read("d/b.txt"); err != nil || got != "b.txt" {
+		t.Errorf("a file of the kept directory, moved: %q, %v, want its own content", got, err)
+	}
+	os.WriteFile(filepath.Join(outside, "b2.txt"), []byte(secret), 0o644)
+	if got, err := read("d/b2.txt"); !IsOutside(err) || strings.Contains(got, secret) {
+		t.Errorf("a file only the link leads to: %q, %v, want outside_root", got, err)
+	}
+	for _, name := range waysOut {
+		if got, err := read(name); err == nil {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+}
+
+// A walk over many directories on several CPUs lists what a plain
+// filepath.WalkDir finds: every regular file once, no link followed, no
+// .git entered, sorted.
+func TestWalkOnEveryCPUListsWhatWalkDirFinds(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	root, outside := layout(t)
+	for i := range 300 {
+		dir := filepath.Join(root, "w", fmt.Sprint(i%7), fmt.Sprint(i%11), fmt.Sprint(i%3))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644)
+		if i%50 == 0 {
+			os.Symlink(outside, filepath.Join(dir, "out"))
+			os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+			os.WriteFile(filepath.Join(dir, ".git", "HEAD"), nil, 0o644)
+		}
+	}
+	var want []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case d.IsDir() && d.Name() == ".git":
+			return filepath.SkipDir
+		case d.Type().IsRegular():
+			rel, _ := filepath.Rel(root, path)
+			want = append(want, rel)
+		}
+		return nil
+	})
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for range 5 {
+		got, unreadable, err := r.Files(context.Background(), ".")
+		if err != nil || len(unreadable) > 0 || !slices.Equal(got, want) {
+			t.Fatalf("walk: %d files (%v, %v), WalkDir %d; first difference at %d", len(got), err, unreadable, len(want), firstDifference(got, want))
+		}
+	}
+}
+
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// Names an opener is handed unclean still cannot leave: ".." is never
+// opened relative to a kept directory, which, moved out of the root since,
+// would lead to the directory it was moved to.
+func TestOpenerRefusesDotDotOut(t *testing.T) {
+	root, outside := layout(t)
+	os.MkdirAll(filepath.Join(root, "d", "e"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "e", "a.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(root, "d", "e", "b.txt"), nil, 0o644)
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	o := r.Opener()
+	defer o.Close()
+	opened := func(name string) (string, error) {
+		fd, err := o.OpenFD(name)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(fd)
+		return os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	}
+	if real, err := opened("d/e/../../.."); !IsOutside(err) {
+		t.Errorf("d/e/../../..: %s, %v, want outside_root", real, err)
+	}
+	for _, name := range []string{"d/e/a.txt", "d/e/b.txt"} { // the second keeps d/e
+		if _, err := opened(name); err != nil {
+			t.Fatal(name, err)
+		}
+	}
+	if real, err := opened("d/e/.."); err != nil || real != filepath.Join(r.Dir, "d") {
+		t.Errorf("d/e/..: %s, %v, want the root's d", real, err)
+	}
+	if err := os.Rename(filepath.Join(root, "d", "e"), filepath.Join(outside, "e")); err != nil {
+		t.Fatal(err)
+	}
+	if real, err := opened("d/e/.."); err == nil {
+		t.Errorf("d/e/.. after d/e moved out opened %s", real)
 	}
 }

@@ -92,6 +92,81 @@ func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
 	return fd, nil
 }
 
+// Opener opens files beneath a root as [Root.OpenFD] does, for one reader
+// at a time, more cheaply when the files come directory by directory, as a
+// walk lists them. Once two files in a row share a directory, the
+// directory is opened (beneath the root, by OpenFD's rule) and kept, and
+// each further file in it is opened by its last component relative to that
+// descriptor, refusing any symlink and "..": the kernel then resolves one
+// component per file rather than the whole path from the root. Whatever
+// that refuses or fails (a symlink, even one that stays inside the root; a
+// file that is gone) is opened again by OpenFD, so the outcome and the
+// error are OpenFD's.
+//
+// As with the root itself and the walk, a kept directory is the directory
+// that was beneath the root when it was opened: renamed since, it is still
+// read, and what is read is what it holds, never what a symlink points to.
+type Opener struct {
+	root  *Root
+	dir   string // the directory of the last file asked for
+	dirFD int    // dir's descriptor once kept, or unopened, or unopenable
+}
+
+const (
+	unopened   = -1
+	unopenable = -2
+)
+
+// Opener returns an opener of files beneath the root; Close releases it.
+func (r *Root) Opener() *Opener { return &Opener{root: r, dirFD: unopened} }
+
+// OpenFD opens a file for reading, as Root.OpenFD does.
+func (o *Opener) OpenFD(resolved string) (int, error) {
+	r := o.root
+	dir, name := filepath.Split(resolved)
+	// lm's home is guarded file by file; names outside the root, and
+	// those in the root directory itself, gain nothing; ".." is the one
+	// name that leaves a directory.
+	if r.guardReads || noOpenat2.Load() || filepath.IsAbs(resolved) || dir == "" || name == ".." {
+		return r.OpenFD(resolved)
+	}
+	if dir != o.dir {
+		o.Close()
+		o.dir = dir
+		return r.OpenFD(resolved)
+	}
+	if o.dirFD == unopened {
+		fd, err := r.openFD(dir, unix.O_DIRECTORY)
+		if err != nil {
+			// Searchable but not readable, say: files only by path.
+			fd = unopenable
+		}
+		o.dirFD = fd
+	}
+	if o.dirFD == unopenable {
+		return r.OpenFD(resolved)
+	}
+	// One component, not "..", and no symlink (O_NOFOLLOW): it can only
+	// be an entry of the directory, which is all RESOLVE_BENEATH would
+	// ensure here, and plain openat spares the kernel taking the
+	// directory as the lookup's root: 15% of an open, measured.
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(o.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	})
+	if err != nil {
+		return r.OpenFD(resolved)
+	}
+	return fd, nil
+}
+
+// Close releases the kept directory.
+func (o *Opener) Close() {
+	if o.dirFD >= 0 {
+		unix.Close(o.dirFD)
+	}
+	o.dirFD = unopened
+}
+
 // retryEINTR calls fn again while a signal interrupts it.
 func retryEINTR(fn func() (int, error)) (int, error) {
 	for {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,12 +18,15 @@ import (
 // beneath the root: the directory itself may be reached through a symlink
 // inside the root, but links met on the way are not followed. A directory
 // it cannot read is listed in unreadable, named the same way with the
-// reason, and the walk goes on (as find and rg do, with a message).
+// reason, sorted too, and the walk goes on (as find and rg do, with a
+// message).
 //
 // Names need not be UTF-8 (io/fs, and so Root.FS, would refuse them), so
 // the walk reads directory descriptors itself: each subdirectory is opened
 // relative to its parent's descriptor by its one-component name with
 // O_NOFOLLOW, one system call per directory, which no link can redirect.
+// Subdirectories are walked on every CPU: a big tree's listing is
+// otherwise a stretch where one CPU works alone.
 func (r *Root) Files(ctx context.Context, resolved string) (files []string, unreadable []*fs.PathError, err error) {
 	fd, err := r.openFD(resolved, unix.O_DIRECTORY)
 	var errno unix.Errno
@@ -32,23 +37,41 @@ func (r *Root) Files(ctx context.Context, resolved string) (files []string, unre
 	case err != nil:
 		return nil, nil, err
 	}
-	w := walker{ctx: ctx}
-	err = w.walk(fd, "")
+	w := walker{ctx: ctx, spare: make(chan struct{}, runtime.GOMAXPROCS(0)-1)}
+	w.walk(fd, "")
+	w.wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	sort.Strings(w.files)
-	return w.files, w.unreadable, err
+	sort.Slice(w.unreadable, func(i, j int) bool { return w.unreadable[i].Path < w.unreadable[j].Path })
+	return w.files, w.unreadable, nil
 }
 
 type walker struct {
-	ctx        context.Context
+	ctx   context.Context
+	spare chan struct{} // a token per CPU free to walk a subdirectory besides this one
+	wg    sync.WaitGroup
+
+	mu         sync.Mutex
 	files      []string
 	unreadable []*fs.PathError
 }
 
 // walk adds the regular files below the directory open as fd (which it
-// closes), named with prefix.
-func (w *walker) walk(fd int, prefix string) error {
+// closes), named with prefix. A subdirectory goes to a goroutine of its own
+// while a CPU is spare, else this one walks it.
+func (w *walker) walk(fd int, prefix string) {
 	dir := os.NewFile(uintptr(fd), prefix)
 	defer dir.Close()
+	var files []string
+	var unreadable []*fs.PathError
+	defer func() {
+		w.mu.Lock()
+		w.files = append(w.files, files...)
+		w.unreadable = append(w.unreadable, unreadable...)
+		w.mu.Unlock()
+	}()
 	entries, err := dir.ReadDir(-1)
 	if err != nil {
 		name := strings.TrimSuffix(prefix, "/")
@@ -59,11 +82,11 @@ func (w *walker) walk(fd int, prefix string) error {
 		if errors.As(err, &errno) {
 			err = errno
 		}
-		w.unreadable = append(w.unreadable, &fs.PathError{Op: "read", Path: name, Err: err})
+		unreadable = append(unreadable, &fs.PathError{Op: "read", Path: name, Err: err})
 	}
 	for _, e := range entries {
-		if err := w.ctx.Err(); err != nil {
-			return err
+		if w.ctx.Err() != nil {
+			return
 		}
 		switch {
 		case e.IsDir() && e.Name() != ".git":
@@ -74,15 +97,20 @@ func (w *walker) walk(fd int, prefix string) error {
 			case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ENOENT):
 				continue // swapped for a link, or gone, since it was listed
 			case err != nil:
-				w.unreadable = append(w.unreadable, &fs.PathError{Op: "open", Path: prefix + e.Name(), Err: err})
+				unreadable = append(unreadable, &fs.PathError{Op: "open", Path: prefix + e.Name(), Err: err})
 				continue
 			}
-			if err := w.walk(sub, prefix+e.Name()+"/"); err != nil {
-				return err
+			select {
+			case w.spare <- struct{}{}:
+				w.wg.Go(func() {
+					defer func() { <-w.spare }()
+					w.walk(sub, prefix+e.Name()+"/")
+				})
+			default:
+				w.walk(sub, prefix+e.Name()+"/")
 			}
 		case e.Type().IsRegular():
-			w.files = append(w.files, prefix+e.Name())
+			files = append(files, prefix+e.Name())
 		}
 	}
-	return nil
 }

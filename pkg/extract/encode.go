@@ -3,9 +3,12 @@ package extract
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -22,11 +25,62 @@ func (d Data) CompactJSON() ([]byte, error) { return d.AppendJSON(nil) }
 
 // AppendJSON appends the encoded answer to b (see envelope.Appender).
 func (d Data) AppendJSON(b []byte) ([]byte, error) {
-	b = slices.Grow(b, d.sizeHint())
+	names := slices.Sorted(maps.Keys(d.Results))
+	// The rest of a part is in other buffers: sized with it, b would
+	// hold it twice.
+	parts := encodingParts(len(names))
+	b = slices.Grow(b, 1024+d.sizeHint(names[:len(names)/parts]))
 	b = append(b, `{"task_type":`...)
 	b = appendString(b, d.TaskType)
 	b = append(b, `,"results":{`...)
-	for i, name := range slices.Sorted(maps.Keys(d.Results)) {
+	b, err := d.appendResults(b, names, parts)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `},"stats":`...)
+	if b, err = appendMarshal(b, d.Stats); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+// encodedPerPart is the fewest results worth encoding on a CPU of their
+// own: below it, starting and joining the part costs more than it saves.
+const encodedPerPart = 2000
+
+func encodingParts(results int) int {
+	return max(1, min(runtime.GOMAXPROCS(0), results/encodedPerPart))
+}
+
+// appendResults appends the named results, comma-separated, in parts
+// encoded in parallel: the first into b, the others each into a buffer of
+// its own, appended after it. For a big search, encoding is a part of the
+// time no worker shares otherwise.
+func (d Data) appendResults(b []byte, names []string, parts int) ([]byte, error) {
+	bounds := func(p int) []string { return names[p*len(names)/parts : (p+1)*len(names)/parts] }
+	rest := make([][]byte, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for p := 1; p < parts; p++ {
+		wg.Go(func() {
+			part := bounds(p)
+			rest[p], errs[p] = d.appendNamed(make([]byte, 0, d.sizeHint(part)), part)
+		})
+	}
+	b, errs[0] = d.appendNamed(b, bounds(0))
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for _, part := range rest[1:] {
+		b = append(append(b, ','), part...)
+	}
+	return b, nil
+}
+
+// appendNamed appends "name":result for each name, comma-separated.
+func (d Data) appendNamed(b []byte, names []string) ([]byte, error) {
+	for i, name := range names {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -37,22 +91,17 @@ func (d Data) AppendJSON(b []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	b = append(b, `},"stats":`...)
-	b, err := appendMarshal(b, d.Stats)
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '}'), nil
+	return b, nil
 }
 
-// sizeHint is about the encoded size of d's names and matches (and of an
-// envelope around them), so the buffer is allocated once rather than grown
-// and copied a dozen times.
-func (d Data) sizeHint() int {
-	n := 1024
-	for name, r := range d.Results {
+// sizeHint is about the encoded size of the named results' names and
+// matches, so a buffer is allocated once rather than grown and copied a
+// dozen times.
+func (d Data) sizeHint(names []string) int {
+	n := 0
+	for _, name := range names {
 		n += len(name) + 64
-		for _, m := range r.Matches {
+		for _, m := range d.Results[name].Matches {
 			n += len(m.Pattern) + len(m.Match) + len(m.Text) + 64
 		}
 	}

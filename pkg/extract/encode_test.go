@@ -3,7 +3,10 @@ package extract
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 )
 
@@ -51,6 +54,31 @@ func TestDataMarshalJSONMatchesReflection(t *testing.T) {
 	d := Data{TaskType: "pattern_match", Results: results, Stats: Stats{Files: 6, Found: 5, Failed: 1}}
 	if got, want := reflected(t, d), reflected(t, plainData(d)); !bytes.Equal(got, want) {
 		t.Errorf("hand encoder:\n%s\nreflection:\n%s", got, want)
+	}
+}
+
+// TestBigAnswerEncodedInPartsMatchesReflection checks the parts encoded in
+// parallel join into what encoding/json writes for the whole.
+func TestBigAnswerEncodedInPartsMatchesReflection(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	results := map[string]FileResult{}
+	for i := range 4*encodedPerPart + 7 {
+		name := fmt.Sprintf("d%d/file%d.go", i%13, i)
+		switch i % 3 {
+		case 0:
+			results[name] = FileResult{Found: true, LineNumbers: []int{i}, Matches: []Match{{Pattern: "x", Line: i, Column: 1, Match: "x", Text: name}}}
+		case 1:
+			results[name] = failed("binary_file", errors.New("skipped: binary file"))
+		default:
+			results[name] = FileResult{}
+		}
+	}
+	if parts := encodingParts(len(results)); parts != 4 {
+		t.Fatalf("%d results encode in %d parts, want 4", len(results), parts)
+	}
+	d := Data{TaskType: "pattern_match", Results: results, Stats: Stats{Files: len(results)}}
+	if got, want := reflected(t, d), reflected(t, plainData(d)); !bytes.Equal(got, want) {
+		t.Errorf("encoded in parts: %d bytes, reflection %d bytes, and they differ", len(got), len(want))
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"maps"
 	"math"
-	"regexp"
 	"runtime"
 	"slices"
 	"sync"
@@ -51,7 +50,7 @@ type Input struct {
 	MaxMatches       int      `json:"max_matches,omitempty" jsonschema:"pattern_match: stop after this many matches per file (default 1000)"`
 	helpercall.Request
 
-	regexps []*regexp.Regexp
+	patterns []pattern
 }
 
 // Spec is spec 001's nested extract object.
@@ -117,11 +116,11 @@ func (in *Input) Validate() error {
 			return op.Errorf(op.KindInvalid, "pattern_match needs at least one pattern").WithHint("pass --patterns REGEX")
 		}
 		for _, p := range in.Patterns {
-			re, err := regexp.Compile("(?m)" + p)
+			pat, err := compilePattern(p)
 			if err != nil {
 				return op.Errorf(op.KindInvalid, "pattern %q: %v", p, err).WithHint("patterns use Go's RE2 syntax")
 			}
-			in.regexps = append(in.regexps, re)
+			in.patterns = append(in.patterns, pat)
 		}
 	}
 	return nil
@@ -199,10 +198,15 @@ func Extract(ctx context.Context, env *op.Env, in Input) (Output, error) {
 // withMissing makes a file that does not exist fail the command as rg's
 // does (exit 3, the error on stderr) while the others' results still print.
 func withMissing(out Output, results map[string]FileResult) Output {
-	for _, name := range slices.Sorted(maps.Keys(results)) {
-		if r := results[name]; r.ErrorCategory == "file_not_found" {
-			out = out.WithNote(r.Error).WithExit(op.KindNotFound.ExitCode())
+	var missing []string // sorted alone: most calls have none, and sorting every name cost a big call dearly
+	for name, r := range results {
+		if r.ErrorCategory == "file_not_found" {
+			missing = append(missing, name)
 		}
+	}
+	slices.Sort(missing)
+	for _, name := range missing {
+		out = out.WithNote(results[name].Error).WithExit(op.KindNotFound.ExitCode())
 	}
 	return out
 }
@@ -222,14 +226,55 @@ func run(ctx context.Context, env *op.Env, in Input) (map[string]FileResult, int
 		read, err := dependencies(ctx, env, in, root, files, results)
 		return results, read, err
 	}
+	// Sized once: grown step by step, a map of thousands of results is
+	// copied a dozen times.
+	all := make(map[string]FileResult, len(files)+len(results))
+	maps.Copy(all, results)
+	if in.TaskType == "pattern_match" {
+		read, err := search(ctx, in, root, files, all)
+		return all, read, err
+	}
 	got, read, err := process(ctx, env, in, root, files)
 	if err != nil {
 		return nil, read, err
 	}
 	for i, f := range files {
-		results[f.Name] = got[i]
+		all[f.Name] = got[i]
 	}
-	return results, read, err
+	return all, read, nil
+}
+
+// search matches the patterns in files, reading them in parallel, each
+// into its worker's buffer (matches copy what they keep), and puts each
+// file's result in results as it comes. Matches are never cached: matching
+// costs no more than hashing.
+func search(ctx context.Context, in Input, root *confine.Root, files []File, results map[string]FileResult) (int64, error) {
+	var mu sync.Mutex
+	put := func(name string, r FileResult) {
+		mu.Lock()
+		results[name] = r
+		mu.Unlock()
+	}
+	var read atomic.Int64
+	// Each worker opens the files it takes through an opener of its own,
+	// which resolves a directory's path once, not once per file.
+	openers := make([]*confine.Opener, workers(len(files)))
+	for w := range openers {
+		openers[w] = root.Opener()
+		defer openers[w].Close()
+	}
+	parallel(ctx, len(files), func(w, i int) {
+		// Fresh buffers would cost page faults and GC.
+		buf := readBuffers.Get().(*[]byte)
+		defer readBuffers.Put(buf)
+		content, res, ok := readOpened(root, openers[w].OpenFD, files[i].rel, in.MaxFileBytes, buf)
+		if ok {
+			read.Add(int64(len(content)))
+			res = matchPatterns(content, in.patterns, in.MaxMatches)
+		}
+		put(files[i].Name, res)
+	})
+	return read.Load(), ctx.Err()
 }
 
 // job is one file in flight.
@@ -241,32 +286,24 @@ type job struct {
 	done    bool
 }
 
-// process answers the task for files: read and hash in parallel, look the
+// process answers the task (any but pattern_match) for files: read and hash in parallel, look the
 // hashes up in the cache in one transaction, compute the misses in
 // parallel, and store them in one transaction.
 func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, files []File) ([]FileResult, int64, error) {
 	jobs := make([]job, len(files))
-	useCache := !in.NoCache && in.TaskType != "pattern_match" && env.Store != nil
+	useCache := !in.NoCache && env.Store != nil
 	taskKey := cacheTaskKey(in)
-	code := in.TaskType != "frontmatter" && in.TaskType != "pattern_match"
+	code := in.TaskType != "frontmatter"
 	var read int64
 	var mu sync.Mutex
-	parallel(ctx, len(files), func(i int) {
+	parallel(ctx, len(files), func(_, i int) {
 		j := &jobs[i]
 		j.file = files[i]
 		if code && LanguageOf(j.file.Path) == "" { // known without reading it
 			j.result, j.done = failed("unsupported_language", errUnsupported(j.file.Path)), true
 			return
 		}
-		matching := in.TaskType == "pattern_match"
-		var buf *[]byte
-		if matching {
-			// Matches copy what they keep, so the file's bytes can go
-			// back to the pool: fresh buffers cost page faults and GC.
-			buf = readBuffers.Get().(*[]byte)
-			defer readBuffers.Put(buf)
-		}
-		content, res, ok := readFile(root, j.file.rel, in.MaxFileBytes, buf)
+		content, res, ok := readFile(root, j.file.rel, in.MaxFileBytes, nil)
 		if !ok {
 			j.result, j.done = res, true
 			return
@@ -274,10 +311,6 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 		mu.Lock()
 		read += int64(len(content))
 		mu.Unlock()
-		if matching { // matching costs no more than hashing: never cached
-			j.result, j.done = matchPatterns(content, in.regexps, in.Patterns, in.MaxMatches), true
-			return
-		}
 		j.content = content
 		if useCache {
 			// The language is part of the key: the same bytes scan
@@ -294,7 +327,7 @@ func process(ctx context.Context, env *op.Env, in Input, root *confine.Root, fil
 			return nil, 0, err
 		}
 	}
-	parallel(ctx, len(jobs), func(i int) {
+	parallel(ctx, len(jobs), func(_, i int) {
 		if j := &jobs[i]; !j.done {
 			var followed bool
 			j.result, followed = answer(in, root, j.file.Path, j.content)
@@ -367,11 +400,16 @@ func ReadText(root *confine.Root, name string, limit int64) (content []byte, cat
 // file, setting up a poller regular files cannot use: over a big tree, that
 // was most of the system calls.
 func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
-	path := root.Abs(name)
+	return readOpened(root, root.OpenFD, name, limit, buf)
+}
+
+// readOpened is readFile opening the file with open (root's OpenFD, or an
+// opener's).
+func readOpened(root *confine.Root, open func(resolved string) (int, error), name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
 	notFound := func(op string, err error) ([]byte, FileResult, bool) {
-		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: path, Err: err}), false
+		return nil, failed("file_not_found", &fs.PathError{Op: op, Path: root.Abs(name), Err: err}), false
 	}
-	fd, err := root.OpenFD(name)
+	fd, err := open(name)
 	if confine.IsOutside(err) {
 		return nil, failed("outside_root", err), false
 	}
@@ -429,21 +467,25 @@ func retryEINTR(fn func() (int, error)) (int, error) {
 // readBuffers recycles file buffers across pattern matches.
 var readBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// parallel runs fn(0..n-1) on one worker per CPU. Workers take the next
-// index from a shared counter: handing each one over a channel cost a
-// goroutine wake-up per file.
-func parallel(ctx context.Context, n int, fn func(i int)) {
+// parallel runs fn(w, 0..n-1) on workers(n) workers, w being the number of
+// the worker that runs it. Workers take the next index from a shared
+// counter: handing each one over a channel cost a goroutine wake-up per
+// file.
+func parallel(ctx context.Context, n int, fn func(w, i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
+	for w := range workers(n) {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n && ctx.Err() == nil; i = int(next.Add(1)) - 1 {
-				fn(i)
+				fn(w, i)
 			}
 		})
 	}
 	wg.Wait()
 }
+
+// workers is how many workers parallel starts for n items: one per CPU.
+func workers(n int) int { return min(runtime.GOMAXPROCS(0), n) }
 
 // cacheVersion changes whenever a task's output for the same input would.
 const cacheVersion = "extract/2"

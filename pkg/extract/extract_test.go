@@ -72,8 +72,8 @@ func TestFrontmatterResultMissingFieldsAreNull(t *testing.T) {
 
 func TestMatchPatterns(t *testing.T) {
 	src := []byte("alpha\nbeta TODO\r\ngamma TODO TODO\n")
-	re := regexp.MustCompile("(?m)TODO")
-	r := matchPatterns(src, []*regexp.Regexp{re}, []string{"TODO"}, 10)
+	todo := mustPatterns(t, "TODO")
+	r := matchPatterns(src, todo, 10)
 	want := []Match{
 		{Pattern: "TODO", Line: 2, Column: 6, Match: "TODO", Text: "beta TODO"},
 		{Pattern: "TODO", Line: 3, Column: 7, Match: "TODO", Text: "gamma TODO TODO"},
@@ -82,7 +82,7 @@ func TestMatchPatterns(t *testing.T) {
 	if !slices.Equal(r.Matches, want) || !slices.Equal(r.LineNumbers, []int{2, 3}) {
 		t.Errorf("matches = %+v lines %v", r.Matches, r.LineNumbers)
 	}
-	if r := matchPatterns(src, []*regexp.Regexp{re}, []string{"TODO"}, 2); !r.Truncated || len(r.Matches) != 2 {
+	if r := matchPatterns(src, todo, 2); !r.Truncated || len(r.Matches) != 2 {
 		t.Errorf("limit: %+v", r)
 	}
 
@@ -90,12 +90,11 @@ func TestMatchPatterns(t *testing.T) {
 	// past the clipped line's end, keep their own text.
 	long := strings.Repeat("x", maxLineText) + "END"
 	src = []byte("gamma alpha\nalpha\nbeta\n" + long + "\n")
-	r = matchPatterns(src, []*regexp.Regexp{regexp.MustCompile("(?m)alpha\nbeta|END"), regexp.MustCompile("gamma")},
-		[]string{"ab|END", "gamma"}, 10)
+	r = matchPatterns(src, mustPatterns(t, "alpha\nbeta|END", "gamma"), 10)
 	want = []Match{
 		{Pattern: "gamma", Line: 1, Column: 1, Match: "gamma", Text: "gamma alpha"},
-		{Pattern: "ab|END", Line: 2, Column: 1, Match: "alpha\nbeta", Text: "alpha"},
-		{Pattern: "ab|END", Line: 4, Column: maxLineText + 1, Match: "END", Text: strings.Repeat("x", maxLineText) + "…"},
+		{Pattern: "alpha\nbeta|END", Line: 2, Column: 1, Match: "alpha\nbeta", Text: "alpha"},
+		{Pattern: "alpha\nbeta|END", Line: 4, Column: maxLineText + 1, Match: "END", Text: strings.Repeat("x", maxLineText) + "…"},
 	}
 	if !slices.Equal(r.Matches, want) || !slices.Equal(r.LineNumbers, []int{1, 2, 4}) {
 		t.Errorf("matches = %+v lines %v", r.Matches, r.LineNumbers)

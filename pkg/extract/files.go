@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -96,6 +97,7 @@ func Expand(ctx context.Context, r *confine.Root, environ []string, args []strin
 				failures[arg] = failed("no_files", fmt.Errorf("directory %s holds no file to read: everything in it is ignored by .gitignore, or a symlink (not followed)", arg))
 			}
 			abs := r.Abs(rel)
+			files = slices.Grow(files, len(walked))
 			for _, w := range walked {
 				add(File{Name: joinName(arg, w), Path: under(abs, w), rel: under(rel, w)})
 			}

@@ -105,6 +105,7 @@ var layers = map[string]layer{
 var pairs = map[[2]string]string{
 	{"pkg/jobs", "pkg/tasks"}:                  "jobs run a task by name: discovery and the allowlist are tasks'",
 	{"pkg/verify", "pkg/extract"}:              "a checklist's checks are extractions (frontmatter, matches, code structure)",
+	{"pkg/admin", "pkg/queue/pgstore"}:         "lm store info, check and backup cover the queue's database when the queue lives in one",
 	{"pkg/queue", "pkg/gatewayd"}:              "lm queue status says whether a gateway serves this store",
 	{"pkg/servers", "pkg/gatewayd"}:            "lm servers acts through a running gateway's hub when there is one",
 	{"pkg/gatewayd", "pkg/gateway/token"}:      "starting the gateway in the background makes or checks the person's token first",

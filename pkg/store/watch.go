@@ -53,6 +53,11 @@ func (s *Store) hub() (*hub, error) {
 	if h := watchers[s.Path]; h != nil {
 		return h, nil
 	}
+	// The lock file is made next to the store: not next to a device, a
+	// directory or a dangling link, which no transaction would open either.
+	if err := s.checkKind(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(s.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create store directory: %w", err)
 	}

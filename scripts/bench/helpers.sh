@@ -42,12 +42,14 @@ awk -v root="$tree" 'BEGIN {
 }'
 mb=$(du -sm "$tree" | cut -f1)
 "$LM" extract --type pattern --patterns 'TODO_\w+' "$tree" >/dev/null # warm the page cache
-lm_pat=$(best_ms 3 "$LM" extract --type pattern --patterns 'TODO_\w+' "$tree")
+# Best of 5: a search is short enough that a shared machine's noise decides
+# the best of fewer.
+lm_pat=$(best_ms 5 "$LM" extract --type pattern --patterns 'TODO_\w+' "$tree")
 lm_matches=$("$LM" extract --type pattern --patterns 'TODO_\w+' "$tree" -r --jq '[.data.results[].matches | length] | add')
 if command -v rg >/dev/null; then
-  rg_pat=$(best_ms 3 rg --json 'TODO_\w+' "$tree")
+  rg_pat=$(best_ms 5 rg --json 'TODO_\w+' "$tree")
   rg_matches=$(rg --count-matches --no-filename 'TODO_\w+' "$tree" | awk '{ s += $1 } END { print s }')
-  rg_row="| \`lm extract --type pattern\`, 20,000 files / ${mb} MB | ${lm_pat} ms (${lm_matches} matches) | \`rg --json\` ${rg_pat} ms (${rg_matches} matches) | $(ratio "$lm_pat" "$rg_pat") (target ≤ 1.5×) |"
+  rg_row="| \`lm extract --type pattern\`, 20,000 files / ${mb} MB | ${lm_pat} ms (${lm_matches} matches) | \`rg --json\` ${rg_pat} ms (${rg_matches} matches) | $(ratio "$lm_pat" "$rg_pat") |"
 else
   rg_row="| \`lm extract --type pattern\`, 20,000 files / ${mb} MB | ${lm_pat} ms (${lm_matches} matches) | ripgrep is not installed (apt-get install ripgrep) | |"
 fi
@@ -114,18 +116,18 @@ ver_ms=$(best_ms 5 "$LM" version)
 
 echo "## Extract, verify, git"
 echo
-echo "Best of 3–5 runs each; references run on the same generated trees in the same session."
+echo "Best of 3–5 runs each; references run on the same generated trees in the same session, on $(nproc) CPUs, $(date +%Y-%m-%d)."
 echo
 echo "| Measure | lm | Reference | Ratio |"
 echo "|---|---|---|---|"
 echo "$rg_row"
 echo "| \`lm extract\` frontmatter, 10,000 files, cold (empty cache) | ${fm_cold} ms, $(per_s 10000 "$fm_cold") files/s | \`find -exec cat\` ${cat_ms} ms | $(ratio "$fm_cold" "$cat_ms") |"
 echo "| \`lm extract\` frontmatter, 10,000 files, cached | ${fm_cached} ms, $(per_s 10000 "$fm_cached") files/s | same, \`--no-cache\` ${fm_nocache} ms | $(ratio "$fm_cached" "$fm_nocache") |"
-echo "| \`lm git status\`, 50,000 files / ${changes} changes | ${lm_git} ms (${lm_count} modified) | \`git status --porcelain=v2\` ${git_ms} ms | $(ratio "$lm_git" "$git_ms") (target ≤ 1.3×) |"
+echo "| \`lm git status\`, 50,000 files / ${changes} changes | ${lm_git} ms (${lm_count} modified) | \`git status --porcelain=v2\` ${git_ms} ms | $(ratio "$lm_git" "$git_ms") |"
 echo "| \`lm verify\`, 1,000 checks over 200 files (${passed} pass) | ${verify_ms} ms, $(per_s 1000 "$verify_ms") checks/s | \`lm version\` ${ver_ms} ms | $(ratio "$verify_ms" "$ver_ms") |"
 if [ -n "${rg_pat:-}" ]; then
   echo
   echo "Each lm figure includes lm's own process start, which rg and git do not pay: \`lm version\` takes ${ver_ms} ms"
   echo "here (see Cold start for where it goes). Less that start, the pattern search takes $(ratio $(( lm_pat - ver_ms )) "$rg_pat")"
-  echo "rg's time and \`lm git status\` $(ratio $(( lm_git - ver_ms )) "$git_ms") git's."
+  echo "rg's time (target ≤ 1.2×) and \`lm git status\` $(ratio $(( lm_git - ver_ms )) "$git_ms") git's (target ≤ 1.1×)."
 fi

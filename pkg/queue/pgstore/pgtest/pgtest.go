@@ -38,6 +38,7 @@ type Cluster struct {
 	bin    string
 	cred   *syscall.Credential
 	socket string
+	opts   string // the server's options, for every start
 }
 
 // Main runs a package's tests and stops the cluster after them.
@@ -128,6 +129,44 @@ func (c *Cluster) Restart(t testing.TB) {
 	}
 }
 
+// Durable makes every commit to the database at url reach the log on disk
+// before it is acknowledged, as in a production database: the cluster
+// runs with synchronous_commit off for speed, which a crash ([Cluster.Down])
+// turns into acknowledged commits lost.
+func Durable(t testing.TB, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET synchronous_commit = on"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Down stops the server at once, as a crash or a failover does, keeping
+// its files for [Cluster.Up]: a test sees what clients meet meanwhile.
+func (c *Cluster) Down(t testing.TB) {
+	t.Helper()
+	if err := c.ctl("stop", "-m", "immediate", "-w"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Up starts the server [Cluster.Down] stopped.
+func (c *Cluster) Up(t testing.TB) {
+	t.Helper()
+	if err := c.ctl("start", "-w", "-l", filepath.Join(c.dir, "log"), "-o", c.opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Stop stops the shared cluster, if one runs, and removes its files.
 func Stop() {
 	if cluster != nil {
@@ -185,11 +224,11 @@ func Start() (*Cluster, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	opts := fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
-	if out, err := c.command("pg_ctl", "start", "-D", data, "-w", "-l", filepath.Join(dir, "log"), "-o", opts).CombinedOutput(); err != nil {
+	c.opts = fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", dir)
+	if err := c.ctl("start", "-w", "-l", filepath.Join(dir, "log"), "-o", c.opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("pg_ctl start: %v: %s %s", err, out, log)
+		return nil, fmt.Errorf("%v %s", err, log)
 	}
 	return c, nil
 }
