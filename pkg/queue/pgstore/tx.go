@@ -527,6 +527,16 @@ const eventBase = "(SELECT event_base FROM lm_queue_meta)"
 // final event is visible to the statement that finds it final.
 var horizon = fmt.Sprintf("(%s + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << %d))", eventBase, eventIDBits)
 
+// restoredEventBase ends a restore: event ids come from transaction ids,
+// which another cluster numbers from elsewhere, so the base rises until
+// the ids of the transactions after the restore's follow the restored ones.
+var restoredEventBase = fmt.Sprintf(`UPDATE lm_queue_meta SET event_base = greatest(event_base,
+	(SELECT coalesce(max(id), 0) FROM lm_queue_events) - (pg_current_xact_id()::text::bigint << %d));`, eventIDBits)
+
+// idCeiling is the lowest id no transaction the statement's snapshot sees
+// as ended can have given.
+var idCeiling = fmt.Sprintf("(%s + (pg_snapshot_xmax(pg_current_snapshot())::text::bigint << %d))", eventBase, eventIDBits)
+
 // record is the statement that records the transaction's events under
 // their ids and adds its changes to a slot of the counts; it returns how
 // many events are stored.
