@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -477,5 +478,57 @@ func TestFollowerGetsEventsHeldBackByATransactionThatNeverNotifies(t *testing.T)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the held-back event was never delivered")
+	}
+}
+
+// An export restored into another cluster, whose transaction ids run lower
+// than the exporting one's, carries on with event ids above the restored
+// ones: a client resuming after the newest restored event misses nothing.
+func TestRestoreIntoAnotherClusterKeepsEventIdsGrowing(t *testing.T) {
+	ctx := context.Background()
+	from := migrated(t)
+	conn, err := pgx.Connect(ctx, from.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exporting cluster has run many more transactions.
+	for range 300 {
+		if _, err := conn.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	if _, err := queue.Add(ctx, from, queue.AddInput{Contents: []string{"before the move"}}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "queue.sql")
+	if _, err := pgstore.Backup(ctx, from.Queue, file, false); err != nil {
+		t.Fatal(err)
+	}
+	to := &op.Env{Store: from.Store, Queue: pgtest.Own(t).URL(t), Stderr: io.Discard, Now: time.Now}
+	if _, err := pgstore.Migrate(ctx, to.Queue); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := pgtest.Bin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		psql = filepath.Join(bin, "psql")
+	}
+	if out, err := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", file, to.Queue).CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v %s", err, out)
+	}
+	restored, err := queue.EventsSince(ctx, to, 0, 0)
+	if err != nil || len(restored) != 1 {
+		t.Fatalf("restored events: %v %v", restored, err)
+	}
+	if _, err := queue.Add(ctx, to, queue.AddInput{Contents: []string{"after the move"}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := queue.EventsSince(ctx, to, restored[0].ID, 0)
+	if err != nil || len(after) != 1 || !strings.Contains(string(after[0].Data), "after the move") {
+		t.Fatalf("events after the restored %d: %v %v", restored[0].ID, after, err)
 	}
 }
