@@ -99,11 +99,13 @@ func (h *hub) session(ctx context.Context, listening func()) bool {
 }
 
 // How soon watchers read again after a read found events committed but
-// not yet final (see tx.EventsSince): at once, nearly, since that is mostly
-// a claim about to commit; then less often while they stay held back, as a
-// long transaction elsewhere in the cluster holds them.
+// not yet final (see tx.EventsSince): soon, since that is mostly a claim
+// about to commit, whose own notification often comes first; then less
+// often while they stay held back, as a long transaction elsewhere in the
+// cluster holds them. The signal wakes every watcher, waiting claims too,
+// so even under load it goes out at most every firstRecheck.
 const (
-	firstRecheck = time.Millisecond
+	firstRecheck = 5 * time.Millisecond
 	lastRecheck  = time.Second
 )
 
