@@ -34,9 +34,17 @@ type Streams struct {
 
 // Main runs lm on the process's arguments and streams and returns the exit
 // status.
+// The first SIGINT or SIGTERM cancels the run, which ends what it can
+// cleanly (a gateway stops its children); a second one ends the process at
+// once, as the signal's default does, should the run be stuck where no
+// cancellation reaches (a read the kernel will not interrupt).
 func Main(catalog op.Catalog) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return Run(ctx, catalog, os.Args, Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 }
 

@@ -128,6 +128,47 @@ func TestREADMECommandsParse(t *testing.T) {
 	}
 }
 
+// Every example in a command's help still parses, as the README's do.
+func TestHelpExamplesParse(t *testing.T) {
+	root := cli.DocsTree(registry.Catalog())
+	checked := 0
+	var walk func(c *ucli.Command, name string)
+	walk = func(c *ucli.Command, name string) {
+		for _, sub := range c.Commands {
+			walk(sub, name+" "+sub.Name)
+		}
+		for _, line := range examples(c.Description) {
+			for _, words := range lmInvocations(line) {
+				checked++
+				if problem := parses(root, words); problem != "" {
+					t.Errorf("%s --help: %s\n\t%s", name, problem, line)
+				}
+			}
+		}
+	}
+	walk(root, "lm")
+	if checked < 50 {
+		t.Fatalf("only %d lm command lines found in the help's examples", checked)
+	}
+}
+
+// examples are the lines of a description's EXAMPLES block.
+func examples(description string) []string {
+	var out []string
+	in := false
+	for _, line := range strings.Split(description, "\n") {
+		switch {
+		case line == "EXAMPLES":
+			in = true
+		case in && strings.HasPrefix(line, "  "):
+			out = append(out, strings.TrimSpace(line))
+		default:
+			in = false
+		}
+	}
+	return out
+}
+
 // lmInvocations are the words of each lm command on a shell line: after
 // the start of the line, a pipe, ;, && or ||, or $( — up to where that
 // command ends. A # starts a comment outside quotes.
@@ -257,6 +298,9 @@ func parses(root *ucli.Command, words []string) string {
 			}
 			if takesValue(f) && !strings.Contains(w, "=") {
 				i++ // the flag's value
+				if i < len(words) && flagWord.MatchString(words[i]) && (name == "jq" || name == "q") {
+					return path + ": " + w + " is followed by the flag " + words[i] + ", not a filter"
+				}
 			}
 			continue
 		}

@@ -285,3 +285,70 @@ func TestNoMCPToolChangesTheAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// An agent sees only the jobs of its roots: the person's job in another
+// project is one it can neither list, read, wait for nor stop, by id or
+// prefix, as a tool or a resource; its own project's jobs it can.
+func TestAgentSeesOnlyItsRootsJobs(t *testing.T) {
+	home, base := t.TempDir(), t.TempDir()
+	mine, theirs := filepath.Join(base, "mine"), filepath.Join(base, "theirs")
+	for _, d := range []string{mine, theirs} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := func(dir string) string {
+		cmd := exec.Command("lm", "jobs", "start", "-r", "--jq", ".job.job_id", "--", "sh", "-c", "echo their-secret; sleep 300")
+		cmd.Env, cmd.Dir = lmEnv(home), dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("lm jobs start in %s: %v", dir, err)
+		}
+		id := strings.TrimSpace(string(out))
+		t.Cleanup(func() { runLM(t, home, "", "jobs", "stop", id, "--grace", "0s") })
+		return id
+	}
+	other, own := start(theirs), start(mine)
+
+	c := startMCPIn(t, home, mine, "agent")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	call := func(tool string, args map[string]any) (string, bool) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = tool, args
+		res, err := c.CallTool(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		raw, _ := json.Marshal(res)
+		return string(raw), res.IsError
+	}
+	if list, _ := call("jobs_list", nil); strings.Contains(list, other) || !strings.Contains(list, own) {
+		t.Errorf("jobs_list shows the agent %s", list)
+	}
+	for _, id := range []string{other, other[:len(other)-4], "…" + other[len(other)-6:]} {
+		for _, tool := range []string{"jobs_status", "jobs_logs", "jobs_wait", "jobs_stop"} {
+			args := map[string]any{"job_id": id}
+			if tool == "jobs_wait" {
+				args["timeout"] = "1ms"
+			}
+			if got, isErr := call(tool, args); !isErr || strings.Contains(got, "their-secret") || !strings.Contains(got, "not_found") {
+				t.Errorf("%s %s: %s", tool, id, got)
+			}
+		}
+		if got, isErr := call("run_task", map[string]any{"op": "stop", "job_id": id}); !isErr && !strings.Contains(got, "not_found") {
+			t.Errorf("run_task stop %s: %s", id, got)
+		}
+	}
+	req := mcp.ReadResourceRequest{}
+	req.Params.URI = "joblog://" + other
+	if res, err := c.ReadResource(ctx, req); err == nil {
+		t.Errorf("joblog://%s: %v", other, res.Contents)
+	}
+	if out, _ := runLM(t, home, "", "jobs", "status", other, "-r", "--jq", ".job.state"); strings.TrimSpace(out) != "running" {
+		t.Errorf("the person's job after the agent's tries: %s", out)
+	}
+	if got, isErr := call("jobs_status", map[string]any{"job_id": own}); isErr || !strings.Contains(got, `"running"`) {
+		t.Errorf("jobs_status of the agent's own project's job: %s", got)
+	}
+}

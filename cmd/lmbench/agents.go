@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,18 +24,23 @@ var (
 // session on /mcp looping get_user_request, while producers add
 // instructions, half by POST /api/instructions from 8 concurrent clients
 // and half with `lm queue add --jsonl` in batches of 100. Every
-// instruction must be delivered exactly once, or the benchmark fails.
+// instruction must be delivered exactly once, or the benchmark fails. A
+// last run gives the first count of agents the same instructions queued
+// before they start, so the agents' own pace shows apart from the
+// producers'.
 func agentsBench(lm string) error {
 	fmt.Println("## Many agents on one gateway")
 	fmt.Println()
 	fmt.Printf("Agents, each an MCP session on `/mcp` looping `get_user_request`, while %d instructions are added at once: half by `POST /api/instructions` "+
 		"from 8 concurrent clients, half with `lm queue add --jsonl` in batches of 100. Every instruction was delivered exactly once in each run "+
 		"(the benchmark fails otherwise). Latency is from just before an add is sent to the delivery that returns it; the rate is deliveries "+
-		"from the first add to the last delivery; memory is the gateway's resident set.\n\n", agentsInstructions)
-	fmt.Println("| agents | deliveries/s | add → delivery p50 | p99 | max | gateway memory, peak | target |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+		"from the first add to the last delivery, adds/s the producers' own pace (first add to the last add's answer); memory is the gateway's "+
+		"resident set and gateway CPU its user and system time over the run, per delivery. The last row queues the instructions before the agents start, with no producers: how fast the agents take a full queue.\n\n", agentsInstructions)
+	fmt.Println("| agents | deliveries/s | adds/s | add → delivery p50 | p99 | max | gateway memory, peak | gateway CPU per delivery | target |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	var split []string
 	for _, n := range agentsCounts {
-		res, peak, err := agentsRun(lm, n)
+		res, gw, err := agentsRun(lm, n, false)
 		if err != nil && (n == agentsCounts[0] || errors.Is(err, agentload.ErrNotExactlyOnce)) {
 			return fmt.Errorf("%d agents: %w", n, err)
 		}
@@ -41,48 +48,113 @@ func agentsBench(lm string) error {
 			// Past the target's size a run that could not finish is where
 			// it bends: said in the table, not a failed benchmark.
 			cause, _, _ := strings.Cut(err.Error(), "\n")
-			fmt.Printf("| %d | did not finish: %s (%d of %d delivered, each once) | | | | %.1f MiB | |\n", n, cause, res.Delivered, res.Added, float64(peak)/1024)
+			fmt.Printf("| %d | did not finish: %s (%d of %d delivered, each once) | | | | | %.1f MiB | | |\n", n, cause, res.Delivered, res.Added, gw.peakMiB())
 			continue
 		}
 		target := ""
 		if n == agentsCounts[0] {
 			target = "≥ 2,000/s, p99 ≤ 50 ms"
 		}
-		fmt.Printf("| %d | %.0f | %s | %s | %s | %.1f MiB | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
-			ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), float64(peak)/1024, target)
+		fmt.Printf("| %d | %.0f | %.0f | %s | %s | %s | %.1f MiB | %s | %s |\n", n, float64(res.Delivered)/res.Elapsed.Seconds(),
+			float64(res.Added)/res.Adding.Seconds(), ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)),
+			gw.peakMiB(), gw.perDelivery(res), target)
+		split = append(split, fmt.Sprintf("| %d | %s | %s | %s | %s |", n, ms(percentile(res.HTTPLatency, .5)), ms(percentile(res.HTTPLatency, .99)),
+			ms(percentile(res.CLILatency, .5)), ms(percentile(res.CLILatency, .99))))
 	}
+	n := agentsCounts[0]
+	res, gw, err := agentsRun(lm, n, true)
+	if err != nil {
+		return fmt.Errorf("%d agents, %d queued before: %w", n, agentsInstructions, err)
+	}
+	fmt.Printf("| %d, the %d instructions queued before they start | %.0f | – | – | – | – | %.1f MiB | %s | |\n", n, agentsInstructions,
+		float64(res.Delivered)/res.Elapsed.Seconds(), gw.peakMiB(), gw.perDelivery(res))
 	dir, cleanup := home()
 	defer cleanup()
 	floor, err := durableCommits(filepath.Join(dir, "floor.db"), 500)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | |\n", floor)
+	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | | | |\n", floor)
 	fmt.Println()
-	fmt.Println("Where it bends: the gateway's writes share durable commits (the reference is one commit each), but every change " +
-		"wakes every waiting get_user_request, and each wake is a claim attempt in the next shared commit: with N agents waiting, " +
-		"an add costs N attempts, so the rate falls as agents are added. " +
-		"One claimer per process handing instructions to its waiters in turn is what would move it.")
+	fmt.Println("Add → delivery by producer (a CLI batch's time includes starting `lm queue add` and taking the store's lock between the gateway's commits):")
+	fmt.Println()
+	fmt.Println("| agents | HTTP p50 | HTTP p99 | CLI p50 | CLI p99 |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, row := range split {
+		fmt.Println(row)
+	}
+	fmt.Println()
+	fmt.Println("Where the time goes: a waiting call's answer comes from its process's claimer, which after each change runs one " +
+		"transaction over every call waiting, oldest first, so an add costs one claim however many agents wait. The gateway's CPU per " +
+		"delivery (the MCP call, the claim, the HTTP add) is a small part of a delivery's time: calls wait on durable commits. A call " +
+		"that comes while a round is being committed waits for it and the next, and a round hands out as many instructions as it finds " +
+		"calls waiting, so the agents' pace is the calls waiting per round over the time of a commit; the queued-before row measures it " +
+		"without producers. With producers, deliveries/s follows adds/s: the agents keep up, and the producers — each HTTP add " +
+		"waiting for its commit, each `lm queue add` process starting and taking the store's lock between the gateway's commits — set " +
+		"the pace and most of the latency.")
 	fmt.Println()
 	return nil
 }
 
-func agentsRun(lm string, agents int) (agentload.Result, int64, error) {
+// gatewayRun is what a run's gateway used.
+type gatewayRun struct {
+	peak int64         // resident set, peak, KiB
+	cpu  time.Duration // user and system time
+}
+
+func (g gatewayRun) peakMiB() float64 { return float64(g.peak) / 1024 }
+
+func (g gatewayRun) perDelivery(res agentload.Result) string {
+	if res.Delivered == 0 {
+		return "–"
+	}
+	return ms(g.cpu / time.Duration(res.Delivered))
+}
+
+// cpuTime is the user and system time process pid has used, from
+// /proc/PID/stat (in clock ticks, 100 a second on Linux).
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which may hold spaces, start
+	// with the state (field 3); utime and stime are fields 14 and 15.
+	i := bytes.LastIndex(data, []byte(") "))
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(string(data[i+2:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100
+}
+
+// agentsRun runs agents against the producers, or with queued against
+// the instructions queued before they start.
+func agentsRun(lm string, agents int, queued bool) (agentload.Result, gatewayRun, error) {
 	dir, cleanup := home()
 	defer cleanup()
 	if out, err := command(dir, lm, "queue", "config", "default_wait_seconds=30").CombinedOutput(); err != nil {
-		return agentload.Result{}, 0, fmt.Errorf("lm queue config: %v: %s", err, out)
+		return agentload.Result{}, gatewayRun{}, fmt.Errorf("lm queue config: %v: %s", err, out)
 	}
 	gw, err := startServer(command(dir, lm, "gateway", "--no-token", "--addr", "127.0.0.1:0", "--addr-file", dir+"/gw.addr"), dir+"/gw.addr")
 	if err != nil {
-		return agentload.Result{}, 0, err
+		return agentload.Result{}, gatewayRun{}, err
 	}
 	defer gw.stop()
-	res, err := agentload.Run(context.Background(), agentload.Config{
+	cfg := agentload.Config{
 		URL: gw.base, Agents: agents,
 		HTTPAdds: agentsInstructions / 2, HTTPProducers: 8, CLIAdds: agentsInstructions - agentsInstructions/2, CLIBatch: 100,
 		LM: lm, Env: append(os.Environ(), "LM_HOME="+dir, "LM_STORE="), Timeout: 10 * time.Minute,
-	})
+	}
+	if queued {
+		cfg.Backlog, cfg.HTTPAdds, cfg.HTTPProducers, cfg.CLIAdds = agentsInstructions, 0, 0, 0
+	}
+	res, err := agentload.Run(context.Background(), cfg)
 	_, peak := gw.memory()
-	return res, peak, err
+	return res, gatewayRun{peak: peak, cpu: cpuTime(gw.cmd.Process.Pid)}, err
 }

@@ -33,6 +33,10 @@ type Config struct {
 	More []string
 	// Agents is how many MCP sessions loop get_user_request.
 	Agents int
+	// Backlog instructions are added in one `lm queue add --jsonl` before
+	// the agents start: with no producers, a run measures how fast the
+	// agents take a full queue. They are not timed.
+	Backlog int
 	// HTTPAdds instructions are added one per POST by HTTPProducers
 	// concurrent producers; CLIAdds by `lm queue add --jsonl`, CLIBatch a
 	// process.
@@ -56,11 +60,14 @@ func (c Config) gateway(i int) string {
 // Result is what a run saw.
 type Result struct {
 	Added, Delivered int
-	// Elapsed is from the first add to the last delivery.
-	Elapsed time.Duration
+	// Elapsed is from the first add to the last delivery; Adding, from the
+	// first add to the last add's answer, the producers' own pace.
+	Elapsed, Adding time.Duration
 	// Latency is each instruction's time from just before its add was sent
-	// to its delivery to an agent.
-	Latency []time.Duration
+	// to its delivery to an agent; HTTPLatency and CLILatency split it by
+	// the producer that added it (a CLI batch's time includes starting its
+	// process and taking the store's lock).
+	Latency, HTTPLatency, CLILatency []time.Duration
 }
 
 // Run runs cfg. An instruction delivered twice, or not at all, fails the
@@ -71,6 +78,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Agents + cfg.HTTPProducers}}
 	defer httpc.CloseIdleConnections()
 
+	if err := addBacklog(ctx, cfg); err != nil {
+		return Result{}, err
+	}
 	agents := make([]*client.Client, cfg.Agents)
 	for i := range agents {
 		cl, err := connect(ctx, cfg, httpc, cfg.gateway(i), fmt.Sprintf("agent-%d", i))
@@ -81,11 +91,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		agents[i] = cl
 	}
 
-	total := cfg.HTTPAdds + cfg.CLIAdds
+	total := cfg.Backlog + cfg.HTTPAdds + cfg.CLIAdds
 	var mu sync.Mutex
 	sent := make(map[string]time.Time, total)
+	for i := range cfg.Backlog {
+		sent[backlogContent(i)] = time.Time{}
+	}
 	delivered := make(map[string]int, total)
-	var latency []time.Duration
+	var latency, httpLatency, cliLatency []time.Duration
 	var last time.Time
 	all := make(chan struct{})
 	deliver := func(content string) {
@@ -93,8 +106,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		delivered[content]++
-		if at, ok := sent[content]; ok && delivered[content] == 1 {
+		if at, ok := sent[content]; ok && !at.IsZero() && delivered[content] == 1 {
 			latency = append(latency, now.Sub(at))
+			if strings.HasPrefix(content, httpPrefix) {
+				httpLatency = append(httpLatency, now.Sub(at))
+			} else {
+				cliLatency = append(cliLatency, now.Sub(at))
+			}
 		}
 		last = now
 		if len(delivered) == total {
@@ -134,6 +152,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	began := time.Now()
 	produceErr := produce(ctx, cfg, httpc, stamp)
+	adding := time.Since(began)
 	if produceErr == nil {
 		select {
 		case <-all:
@@ -146,7 +165,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	res := Result{Added: len(sent), Delivered: len(delivered), Elapsed: last.Sub(began), Latency: latency}
+	res := Result{Added: len(sent), Delivered: len(delivered), Elapsed: last.Sub(began), Adding: adding,
+		Latency: latency, HTTPLatency: httpLatency, CLILatency: cliLatency}
 	// A delivery made twice fails the run even when the producers or an
 	// agent failed first: what was delivered is checked whatever ended it.
 	var twice, missing []string
@@ -241,6 +261,34 @@ func next(ctx context.Context, cl *client.Client, agent string) (string, error) 
 	return out.Instruction.Content, nil
 }
 
+// addBacklog adds cfg.Backlog instructions with one `lm queue add --jsonl`.
+func addBacklog(ctx context.Context, cfg Config) error {
+	if cfg.Backlog == 0 {
+		return nil
+	}
+	var lines bytes.Buffer
+	for i := range cfg.Backlog {
+		fmt.Fprintf(&lines, "%q\n", backlogContent(i))
+	}
+	return addCLI(ctx, cfg, &lines)
+}
+
+func backlogContent(i int) string { return fmt.Sprintf("backlog-%d", i) }
+
+// addCLI adds the JSON Lines in lines with `lm queue add --jsonl`.
+func addCLI(ctx context.Context, cfg Config, lines *bytes.Buffer) error {
+	cmd := exec.CommandContext(ctx, cfg.LM, "queue", "add", "--jsonl")
+	cmd.Env, cmd.Stdin = cfg.Env, lines
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("lm queue add --jsonl: %v: %s", err, out)
+	}
+	return nil
+}
+
+// httpPrefix starts the content of instructions added over HTTP; the
+// CLI's start with "cli-".
+const httpPrefix = "http-"
+
 // produce adds every instruction: the HTTP producers and the CLI's batches
 // at once.
 func produce(ctx context.Context, cfg Config, httpc *http.Client, stamp func(...string)) error {
@@ -249,7 +297,7 @@ func produce(ctx context.Context, cfg Config, httpc *http.Client, stamp func(...
 	for p := range cfg.HTTPProducers {
 		wg.Go(func() {
 			for i := p; i < cfg.HTTPAdds; i += cfg.HTTPProducers {
-				content := fmt.Sprintf("http-%d", i)
+				content := fmt.Sprintf("%s%d", httpPrefix, i)
 				stamp(content)
 				if err := post(ctx, cfg, httpc, cfg.gateway(p), content); err != nil {
 					errs <- err
@@ -268,10 +316,8 @@ func produce(ctx context.Context, cfg Config, httpc *http.Client, stamp func(...
 				fmt.Fprintf(&lines, "%q\n", content)
 			}
 			stamp(batch...)
-			cmd := exec.CommandContext(ctx, cfg.LM, "queue", "add", "--jsonl")
-			cmd.Env, cmd.Stdin = cfg.Env, &lines
-			if out, err := cmd.CombinedOutput(); err != nil {
-				errs <- fmt.Errorf("lm queue add --jsonl: %v: %s", err, out)
+			if err := addCLI(ctx, cfg, &lines); err != nil {
+				errs <- err
 				return
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -413,5 +414,93 @@ func TestOpenerRefusesDotDotOut(t *testing.T) {
 	}
 	if real, err := opened("d/e/.."); err == nil {
 		t.Errorf("d/e/.. after d/e moved out opened %s", real)
+	}
+}
+
+// A FIFO in the root, which nobody writes to, is refused by every reader
+// instead of holding the call forever in open: an agent that names one
+// must not stall the server answering it.
+func TestFIFOIsRefusedNotWaitedOn(t *testing.T) {
+	root, _ := layout(t)
+	if err := unix.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}}
+	person := &op.Env{Caller: op.Caller{Role: op.RolePerson}}
+	readers := map[string]func() error{
+		"ReadFile":           func() error { _, err := r.ReadFile("pipe"); return err },
+		"ReadLimited":        func() error { _, err := r.ReadLimited("pipe", 1<<20); return err },
+		"ReadInput of agent": func() error { _, err := ReadInput(agent, r, "pipe", 1<<20); return err },
+		"ReadInput of person": func() error {
+			_, err := ReadInput(person, r, filepath.Join(root, "pipe"), 1<<20)
+			return err
+		},
+		"Opener": func() error {
+			o := r.Opener()
+			defer o.Close()
+			for _, name := range []string{"d/../pipe", "pipe"} {
+				fd, err := o.OpenFD(name)
+				if err != nil {
+					return err
+				}
+				unix.Close(fd)
+			}
+			return nil
+		},
+	}
+	for name, read := range readers {
+		done := make(chan error, 1)
+		go func() { done <- read() }()
+		select {
+		case err := <-done:
+			if name != "Opener" && (err == nil || !strings.Contains(err.Error(), "not a regular file")) {
+				t.Errorf("%s: %v, want not a regular file", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s blocked opening a FIFO nobody writes to", name)
+		}
+	}
+}
+
+// An agent writes none of the files from which the person's tools start
+// programs when they open the project (an MCP client's server list, VS
+// Code's tasks, direnv's .envrc), by name or through a link to their
+// directory; the person writes them.
+func TestAgentsDoNotWriteWhatStartsPrograms(t *testing.T) {
+	root, _ := layout(t)
+	os.MkdirAll(filepath.Join(root, ".vscode"), 0o755)
+	os.Symlink(".vscode", filepath.Join(root, "editor"))
+	agent := &op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{root}}
+	r, err := For(agent, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, name := range []string{".mcp.json", ".vscode/tasks.json", "sub/.Claude/settings.json", ".cursor/mcp.json", ".envrc", "editor/mcp.json"} {
+		if _, err := r.WriteFile(name, []byte(`{"servers":{"x":{"command":"touch"}}}`), true); op.KindOf(err) != op.KindDenied {
+			t.Errorf("agent wrote %s: %v", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(root, name)); err == nil && name != "editor/mcp.json" {
+			t.Errorf("%s exists", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, ".vscode", "mcp.json")); err == nil {
+		t.Error("the write through the link reached .vscode/mcp.json")
+	}
+	if _, err := r.WriteFile("docs/vscode.md", []byte("ok"), false); err != nil {
+		t.Errorf("an ordinary file: %v", err)
+	}
+	person, err := For(&op.Env{Caller: op.Person()}, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer person.Close()
+	if _, err := person.WriteFile(".vscode/mcp.json", []byte("{}"), false); err != nil {
+		t.Errorf("the person's write: %v", err)
 	}
 }

@@ -49,8 +49,12 @@ func (r *Root) openFD(resolved string, flags int) (int, error) {
 }
 
 // openAnyFD opens beneath the root, wherever in it the name leads.
+//
+// Every open is non-blocking: opening a FIFO nobody writes to would wait
+// forever, holding the call (an agent's, say) that named it. A regular
+// file reads as it always does; readers refuse anything else.
 func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
-	flags |= unix.O_RDONLY | unix.O_CLOEXEC
+	flags |= unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK
 	plain := func() (int, error) {
 		return retryEINTR(func() (int, error) { return unix.Open(r.Abs(resolved), flags, 0) })
 	}
@@ -76,7 +80,7 @@ func (r *Root) openAnyFD(resolved string, flags int) (int, error) {
 			return -1, &fs.PathError{Op: "open", Path: r.Abs(resolved), Err: err}
 		}
 	}
-	f, err := r.root.Open(resolved)
+	f, err := r.root.OpenFile(resolved, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if r.leaves(err) {
 		return plain()
 	}
@@ -151,7 +155,7 @@ func (o *Opener) OpenFD(resolved string) (int, error) {
 	// ensure here, and plain openat spares the kernel taking the
 	// directory as the lookup's root: 15% of an open, measured.
 	fd, err := retryEINTR(func() (int, error) {
-		return unix.Openat(o.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		return unix.Openat(o.dirFD, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	})
 	if err != nil {
 		return r.OpenFD(resolved)

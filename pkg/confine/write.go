@@ -20,8 +20,10 @@ import (
 //
 // Files that would become code or settings are never written: anything in a
 // .git directory or in a git directory by another name (hooks, config with
-// core.fsmonitor), and anything under lm's own home (allowlists, config,
-// secrets, the store). It returns the absolute path written.
+// core.fsmonitor), anything under lm's own home (allowlists, config,
+// secrets, the store), and, for a confined caller (an agent), the files
+// from which the person's tools start programs (programStarters). It
+// returns the absolute path written.
 func (r *Root) WriteFile(resolved string, content []byte, force bool) (string, error) {
 	if filepath.IsAbs(resolved) {
 		return "", r.outsideError(resolved)
@@ -32,6 +34,11 @@ func (r *Root) WriteFile(resolved string, content []byte, force bool) (string, e
 	for _, part := range strings.Split(resolved, "/") {
 		if strings.EqualFold(part, ".git") {
 			return "", protectedError(resolved, "it is inside a .git directory")
+		}
+	}
+	if len(r.confinedTo) > 0 {
+		if part, ok := startsPrograms(resolved); ok {
+			return "", startsProgramsError(resolved, part)
 		}
 	}
 	dirName, base := filepath.Split(resolved)
@@ -92,6 +99,18 @@ func (r *Root) mayWriteIn(dir *os.Root, name string) error {
 			return protectedError(name, "it is inside lm's home "+home+" (allowlists, settings, secrets, the store)")
 		}
 	}
+	// The directory really written in, as a path from each of a confined
+	// caller's roots: a link to .vscode by another name leads there too.
+	for _, root := range r.confinedTo {
+		if real, err := filepath.EvalSymlinks(root); err == nil {
+			root = real
+		}
+		if rel, in := beneath(root, real); in {
+			if part, ok := startsPrograms(rel); ok {
+				return startsProgramsError(name, part)
+			}
+		}
+	}
 	for d := real; ; d = filepath.Dir(d) {
 		if strings.EqualFold(filepath.Base(d), ".git") || isGitDir(d) {
 			return protectedError(name, "it is inside the git directory "+d)
@@ -141,6 +160,33 @@ func writeTemp(dir *os.Root, base string, content []byte) (string, error) {
 func existsError(name string) error {
 	return op.Errorf(op.KindConflict, "%s already exists", name).WithCategory("file_exists").
 		WithHint("pass --force (force: true) to overwrite it")
+}
+
+// programStarters are the names in a project from which the person's own
+// tools start programs when they open it: MCP clients' server lists
+// (Claude Code's .mcp.json and .claude, Cursor's .cursor, VS Code's .vscode,
+// whose tasks can also run on opening a folder) and direnv's .envrc. An
+// agent that wrote one would have the person's next session run its
+// command, so an agent writes none; the person may.
+var programStarters = []string{".mcp.json", ".claude", ".cursor", ".vscode", ".envrc"}
+
+// startsPrograms returns the first component of a slash-separated name
+// that is one of programStarters.
+func startsPrograms(name string) (string, bool) {
+	for _, part := range strings.Split(name, "/") {
+		for _, p := range programStarters {
+			if strings.EqualFold(part, p) {
+				return part, true
+			}
+		}
+	}
+	return "", false
+}
+
+func startsProgramsError(name, part string) error {
+	return op.Errorf(op.KindDenied, "%s is not writable by an agent: %s configures programs the person's tools start when they open the project", name, part).
+		WithCategory("protected_path").
+		WithHint("the person writes it (lm generate from the command line), after reading what it runs")
 }
 
 func protectedError(name, why string) error {

@@ -139,7 +139,7 @@ type FileResult struct {
 	*Symbols      `json:",omitempty"`
 	Dependencies  *Dependencies `json:"dependencies,omitempty"`
 	Error         string        `json:"error,omitempty" jsonschema:"why this file has no result"`
-	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, no_files, unreadable (a directory the walk could not read), path_too_long, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
+	ErrorCategory string        `json:"error_category,omitempty" jsonschema:"file_not_found, no_files, unreadable (a directory the walk could not read, or a FIFO, socket or device named as a file), path_too_long, unsupported_language, binary_file, too_large, invalid_frontmatter, parse_error, outside_root"`
 	Cached        bool          `json:"cached,omitempty"`
 }
 
@@ -380,7 +380,7 @@ const DefaultMaxFileBytes = 10 << 20
 // ReadText reads a text file of at most limit bytes beneath the root (name
 // as [confine.Root.Resolve] returns it). A file that is missing, a
 // directory, larger or binary is not read: the error says why and category
-// is file_not_found, path_too_long, too_large, binary_file or outside_root.
+// is file_not_found, path_too_long, unreadable, too_large, binary_file or outside_root.
 func ReadText(root *confine.Root, name string, limit int64) (content []byte, category string, err error) {
 	content, res, ok := readFile(root, name, limit, nil)
 	if !ok {
@@ -401,6 +401,19 @@ func ReadText(root *confine.Root, name string, limit int64) (content []byte, cat
 // was most of the system calls.
 func readFile(root *confine.Root, name string, limit int64, buf *[]byte) ([]byte, FileResult, bool) {
 	return readOpened(root, root.OpenFD, name, limit, buf)
+}
+
+// fileKind names in words a file type that is not a regular file.
+func fileKind(kind uint32) string {
+	switch kind {
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "a device"
+	}
+	return "not a file"
 }
 
 // readOpened is readFile opening the file with open (root's OpenFD, or an
@@ -425,6 +438,11 @@ func readOpened(root *confine.Root, open func(resolved string) (int, error), nam
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return notFound("stat", err)
+	}
+	if kind := st.Mode & unix.S_IFMT; kind != unix.S_IFREG && kind != unix.S_IFDIR {
+		// A FIFO, socket or device: opened without waiting, it would read
+		// as empty (or endless), which is not what the file holds.
+		return nil, failed("unreadable", fmt.Errorf("%s is not a regular file (%s)", root.Abs(name), fileKind(kind))), false
 	}
 	if st.Size > limit {
 		return nil, failed("too_large", fmt.Errorf("skipped: %d bytes is over the %d-byte limit", st.Size, limit)), false

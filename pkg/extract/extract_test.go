@@ -518,3 +518,19 @@ func TestPathsPastPathMaxAreReported(t *testing.T) {
 		t.Fatalf("the deep tree vanished from the results: %d results, stats %+v", len(data.Results), data.Stats)
 	}
 }
+
+// A FIFO named as a file is an error of its own, not an empty file: opened
+// without waiting, it would read as nothing, and a pattern not found there
+// would be a false answer.
+func TestFIFOIsUnreadableNotEmpty(t *testing.T) {
+	root := t.TempDir()
+	if err := unix.Mkfifo(filepath.Join(root, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{"pattern", "frontmatter"} {
+		d := call(t, testEnv(t), Input{TaskType: task, Patterns: []string{"x"}, Files: []string{"pipe"}, Root: root})
+		if r := d.Results["pipe"]; r.ErrorCategory != "unreadable" || !strings.Contains(r.Error, "not a regular file (a FIFO)") {
+			t.Errorf("%s: %+v, want unreadable: not a regular file", task, r)
+		}
+	}
+}

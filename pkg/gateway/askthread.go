@@ -13,7 +13,11 @@ import (
 // The Ask view's conversation, kept per page session (see client.Thread):
 // GET reads it, PUT replaces it with {"turns": […]}, DELETE clears it.
 
-func (s *Server) askThreadRoutes(mux *http.ServeMux, page func(http.Handler) http.Handler) {
+func (s *Server) askThreadRoutes(mux *http.ServeMux, identified func(http.Handler) http.Handler) {
+	// The conversation is the person's: its results may be anything a
+	// server answered, and a proposal planted there is one the person's
+	// Approve would run.
+	page := func(h http.Handler) http.Handler { return identified(personOnly(false, "the Ask conversation", h)) }
 	const path = "/api/ask/thread/{session}"
 	mux.Handle("GET "+path, page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, err := client.LoadThread(r.Context(), &s.opts.Env, r.PathValue("session"))

@@ -194,6 +194,56 @@ func TestAgentTokensNameAgents(t *testing.T) {
 	}
 }
 
+// An agent token reads nothing of the queue that get_user_request does not
+// hand it — /api/events is lm queue watch, open to the person unless
+// granted — and cannot touch the person's Ask conversation, where a
+// planted proposal is one the page's Approve would run.
+func TestAgentTokenReadsNoQueueStreamNorAskThread(t *testing.T) {
+	g := start(t, gateway.Options{})
+	agent := g.agentHeaders("claude")["Authorization"]
+	secret := "deploy with the key in ~/.ssh/other-agent"
+	if code, _ := g.do("POST", "/api/instructions", `{"content":"`+secret+`"}`); code != 201 {
+		t.Fatalf("adding an instruction: %d", code)
+	}
+	res := g.raw("GET", "/api/events?since=0", "Authorization", agent, "Accept", "text/event-stream")
+	if res.StatusCode != 403 { // a stream: its body would not end
+		t.Errorf("/api/events with an agent token: %d", res.StatusCode)
+	} else if body, _ := io.ReadAll(res.Body); strings.Contains(string(body), secret) || !strings.Contains(string(body), "queue_watch") {
+		t.Errorf("/api/events with an agent token: %s", body)
+	}
+	res.Body.Close()
+	thread := "/api/ask/thread/pagesession1"
+	if code, _ := g.do("PUT", thread, `{"turns":[{"said":"`+secret+`"}]}`); code != 200 {
+		t.Fatalf("the person's PUT %s: %d", thread, code)
+	}
+	for _, c := range []struct{ method, body string }{{"GET", ""}, {"PUT", `{"turns":[{"proposal":{"tool":"planted"}}]}`}, {"DELETE", ""}} {
+		code, got := g.do(c.method, thread, c.body, "Authorization", agent)
+		if code != 403 || strings.Contains(fmt.Sprint(got), secret) {
+			t.Errorf("%s %s with an agent token: %d %v", c.method, thread, code, got)
+		}
+	}
+	if code, got := g.do("GET", thread, ""); code != 200 || !strings.Contains(fmt.Sprint(got), secret) || strings.Contains(fmt.Sprint(got), "planted") {
+		t.Errorf("the person's conversation after the agent's tries: %d %v", code, got)
+	}
+
+	// The person who grants queue_watch to agents opens the stream to them.
+	granted := start(t, gateway.Options{Env: op.Env{Grant: grant(t, "queue_watch")}})
+	res = granted.raw("GET", "/api/events", "Authorization", granted.agentHeaders("claude")["Authorization"], "Accept", "text/event-stream")
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("/api/events for an agent granted queue_watch: %d", res.StatusCode)
+	}
+}
+
+func grant(t *testing.T, names ...string) op.Grant {
+	t.Helper()
+	g, err := op.ParseGrant(names, registry.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // With --no-token, the page's routes are the person's and /mcp's callers
 // anonymous agents, told apart by their MCP sessions.
 func TestAnonymousAgentsStayApart(t *testing.T) {

@@ -211,7 +211,10 @@ func TestTicketsAndOriginsRefuseWhatTheyWereNotGiven(t *testing.T) {
 		t.Errorf("POST /sse with a ticket: %d", code)
 	}
 	// An agent's ticket is the agent's: the person's routes refuse it.
-	if res := g.raw("GET", "/api/events?ticket="+ticket, "Accept", "text/event-stream"); res.StatusCode != 200 {
+	if res := g.raw("GET", "/api/events?ticket="+ticket, "Accept", "text/event-stream"); res.StatusCode != 403 {
+		t.Errorf("the agent's ticket on the queue's stream, lm queue watch's: %d", res.StatusCode)
+	}
+	if res := g.raw("GET", "/sse?ticket="+g.ticketFor(agent), "Accept", "text/event-stream"); res.StatusCode != 200 {
 		t.Fatalf("the agent's ticket on its stream: %d", res.StatusCode)
 	}
 	marker := "added by a ticket"

@@ -17,7 +17,8 @@ import (
 // retryMillis is the reconnection delay the stream asks browsers to use.
 const retryMillis = 2000
 
-// events is GET /api/events: the queue's changes as Server-Sent Events.
+// events is GET /api/events: the queue's changes as Server-Sent Events,
+// for the callers lm queue watch (queue_watch) admits.
 // Each stored event carries its sequence id, so a client that reconnects
 // with Last-Event-ID (or ?since=ID) gets exactly what it missed; without
 // either the stream starts with the next change. An event named "resync"
@@ -26,6 +27,10 @@ const retryMillis = 2000
 // issued, or the store named by Last-Event-Store (?store=) is not this
 // one: reload the state.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	if err := s.admit(r, "queue_watch"); err != nil {
+		writeError(w, http.StatusForbidden, err)
+		return
+	}
 	last, resume, err := resumePoint(r)
 	storeID := r.Header.Get("Last-Event-Store")
 	if storeID == "" {
@@ -189,4 +194,19 @@ func writeEvent(out *bufio.Writer, e queue.Event, stored bool) error {
 		msg.ID = strconv.FormatUint(e.ID, 10)
 	}
 	return sse.Write(out, msg)
+}
+
+// admit is nil when the request's caller may call the named operation, as
+// a route that serves its data without calling it requires; an operation
+// this gateway does not serve admits the person only.
+func (s *Server) admit(r *http.Request, name string) error {
+	c, _ := op.CallerFrom(r.Context())
+	o, ok := s.ops[name]
+	if !ok {
+		if c.IsPerson() {
+			return nil
+		}
+		return op.Errorf(op.KindDenied, "%s may not use %s: only the person may", c, r.URL.Path).WithCategory("denied")
+	}
+	return op.Admit(o.Info(), c, s.opts.Env.Grant)
 }

@@ -104,7 +104,7 @@ func startAt(t *testing.T, home, addr string, opts gateway.Options) *gw {
 	if now == nil {
 		now = time.Now
 	}
-	opts.Env = op.Env{Store: store.New(path, 0), Queue: opts.Env.Queue, Home: filepath.Dir(path), Stderr: io.Discard, Now: now, Environ: os.Environ(), Roots: opts.Env.Roots}
+	opts.Env = op.Env{Store: store.New(path, 0), Queue: opts.Env.Queue, Home: filepath.Dir(path), Stderr: io.Discard, Now: now, Environ: os.Environ(), Roots: opts.Env.Roots, Grant: opts.Env.Grant}
 	opts.Ops = registry.All()
 	opts.Version = "test"
 	if opts.Token == "" && !opts.NoToken {

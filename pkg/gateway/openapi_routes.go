@@ -51,7 +51,7 @@ func otherRoutes() []otherRoute {
 		{method: "GET", path: "/cache", summary: "The response cache's statistics", status: 200, out: schemaOf[servers.CacheStats]()},
 		{method: "DELETE", path: "/cache", summary: "Empty the response cache", status: 200, out: schemaOf[servers.CacheStats]()},
 		{method: "POST", path: "/ollama/enhance", summary: "Enhance a prompt by the rules for the X-Client-Name header's client; the original comes back unchanged when the model is down", status: 200, in: schemaOf[enhance.Request](), out: schemaOf[enhance.Result]()},
-		{method: "GET", path: "/api/ask/thread/{session}", summary: "The Ask view's conversation for a page session: {turns, updated_at}", status: 200, out: thread},
+		{method: "GET", path: "/api/ask/thread/{session}", summary: "The Ask view's conversation for a page session: {turns, updated_at}; the person's token only", status: 200, out: thread},
 		{method: "PUT", path: "/api/ask/thread/{session}", summary: "Replace a page session's Ask conversation with {\"turns\": [objects]}; the oldest turns beyond 1 MiB are dropped (dropped counts them)", status: 200, out: thread},
 		{method: "DELETE", path: "/api/ask/thread/{session}", summary: "Clear a page session's Ask conversation", status: 204},
 		{method: "POST", path: "/api/tickets", summary: "Trade the bearer token for a ticket {ticket, expires_at}: a client that cannot send headers (a browser's EventSource) opens one event stream (/sse, /api/events, /servers/events) with ?ticket=, once, within 30 seconds, as the token's caller", status: 201},

@@ -54,6 +54,34 @@ func TestRepositorySettingsRunNoProgram(t *testing.T) {
 	}
 }
 
+// A submodule's own settings run nothing either: git would look inside it
+// to see whether its files changed, and there run the clean filter its
+// configuration names, under a name the superproject's settings never
+// mention — even when .gitmodules asks git to always look.
+func TestSubmoduleSettingsRunNoProgram(t *testing.T) {
+	t.Parallel()
+	markers := t.TempDir()
+	sub := newRepo(t, map[string]string{"lib.txt": "one\n", ".gitattributes": "*.txt filter=sub\n"})
+	dir := newRepo(t, map[string]string{"a.txt": "a\n"})
+	run(t, dir, "submodule", "add", "-q", sub, "vendor/lib")
+	run(t, dir, "config", "-f", ".gitmodules", "submodule.vendor/lib.ignore", "none")
+	run(t, dir, "commit", "-q", "-am", "add submodule")
+	checkout := filepath.Join(dir, "vendor/lib")
+	run(t, checkout, "config", "filter.sub.clean", "touch "+filepath.Join(markers, "filter")+"; cat")
+	write(t, checkout, "lib.txt", "two\n") // the same size: only its content tells
+	for _, task := range []string{"status", "diff", "changed_files"} {
+		call(t, Input{TaskType: task, Format: "detailed", Root: dir})
+	}
+	if ran, _ := os.ReadDir(markers); len(ran) > 0 {
+		t.Errorf("the submodule's programs ran: %v", ran)
+	}
+	// The person who trusts the repository gets plain git's behaviour.
+	call(t, Input{TaskType: "status", Root: dir, TrustRepoConfig: true})
+	if _, err := os.Stat(filepath.Join(markers, "filter")); err != nil {
+		t.Errorf("trust_repo_config did not run the submodule's filter: %v", err)
+	}
+}
+
 // An agent's paths stay beneath its roots: no paths means its root, not the
 // whole repository; and it cannot trust a repository's settings.
 func TestAgentIsHeldToItsRoot(t *testing.T) {

@@ -221,7 +221,8 @@ func Git(ctx context.Context, env *op.Env, in Input) (Output, error) {
 }
 
 func (r *repo) status(ctx context.Context, in Input, specs []string, d *Data) (int, error) {
-	args := append([]string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--"}, specs...)
+	args := append(append([]string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"}, r.g.StatusOptions()...), "--")
+	args = append(args, specs...)
 	out, err := r.git(ctx, args...)
 	if err != nil {
 		return 0, err

@@ -204,6 +204,7 @@ func TestSubmoduleAndWorktree(t *testing.T) {
 	run(t, dir, "submodule", "add", "-q", sub, "vendor/lib")
 	run(t, dir, "commit", "-q", "-m", "add submodule")
 	write(t, filepath.Join(dir, "vendor/lib"), "lib.txt", "changed\n")
+	run(t, filepath.Join(dir, "vendor/lib"), "commit", "-q", "-am", "a new commit in the submodule")
 	d := call(t, Input{TaskType: "status", Root: dir, Format: "detailed"})
 	if len(*d.Entries) != 1 || !(*d.Entries)[0].Submodule || (*d.Entries)[0].Path != "vendor/lib" {
 		t.Errorf("entries = %+v", *d.Entries)

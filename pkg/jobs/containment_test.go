@@ -135,7 +135,7 @@ func goneSupervisor(t *testing.T) int {
 
 func newEnv(t *testing.T) *op.Env {
 	home := t.TempDir()
-	return &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now}
+	return &op.Env{Home: home, Store: store.New(filepath.Join(home, "lm.db"), 0), Now: time.Now, Caller: op.Person()}
 }
 
 // readEndsFailed stores record and reads it back, which must end the job

@@ -195,7 +195,8 @@ type ListOutput struct {
 // List shows every job.
 func List(ctx context.Context, env *op.Env, in ListInput) (ListOutput, error) {
 	var stored []Job
-	if err := env.Store.View(ctx, func(tx *bolt.Tx) (err error) { stored, err = all(tx); return err }); err != nil {
+	seen := scopeOf(env)
+	if err := env.Store.View(ctx, func(tx *bolt.Tx) (err error) { stored, err = visible(tx, seen); return err }); err != nil {
 		return ListOutput{}, err
 	}
 	out := ListOutput{Jobs: []Job{}}
@@ -476,9 +477,10 @@ func Stop(ctx context.Context, env *op.Env, in StopInput) (StatusOutput, error) 
 
 func stop(ctx context.Context, env *op.Env, id string, grace time.Duration) (Job, error) {
 	var j Job
+	in := scopeOf(env)
 	err := env.Store.Update(ctx, func(tx *bolt.Tx) error {
 		var err error
-		if j, err = resolve(tx, id); err != nil || j.Terminal() {
+		if j, err = resolve(tx, in, id); err != nil || j.Terminal() {
 			return err
 		}
 		now := env.Now().UTC()

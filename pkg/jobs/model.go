@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"lmtool.dev/lm/pkg/confine"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/proc"
 	"lmtool.dev/lm/pkg/store"
@@ -119,16 +121,50 @@ func all(tx *bolt.Tx) ([]Job, error) {
 	return out, err
 }
 
-// resolve finds a job by id or unique id prefix (with or without "j_").
-func resolve(tx *bolt.Tx, idOrPrefix string) (Job, error) {
+// A scope is the jobs a caller may see: the person every job, anyone else
+// only those whose working directory lies beneath its roots, so that an
+// agent neither reads another project's output nor stops its jobs. A job
+// out of scope is one that does not exist.
+type scope func(Job) bool
+
+func scopeOf(env *op.Env) scope {
+	if env.Caller.IsPerson() {
+		return func(Job) bool { return true }
+	}
+	var roots []string
+	for _, dir := range env.Roots {
+		if r, err := confine.Open(dir); err == nil {
+			roots = append(roots, r.Dir) // its real path, as a job's Dir is
+			r.Close()
+		}
+	}
+	return func(j Job) bool {
+		for _, root := range roots {
+			if j.Dir == root || strings.HasPrefix(j.Dir, strings.TrimSuffix(root, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// visible is the jobs in scope.
+func visible(tx *bolt.Tx, in scope) ([]Job, error) {
+	jobs, err := all(tx)
+	return slices.DeleteFunc(jobs, func(j Job) bool { return !in(j) }), err
+}
+
+// resolve finds a job in scope by id or unique id prefix (with or without
+// "j_").
+func resolve(tx *bolt.Tx, in scope, idOrPrefix string) (Job, error) {
 	want := strings.ToUpper(strings.TrimPrefix(strings.TrimSpace(idOrPrefix), "j_"))
 	if want == "" {
 		return Job{}, op.Errorf(op.KindInvalid, "job id is empty")
 	}
-	if r, ok, err := get(tx, "j_"+want); ok || err != nil {
+	if r, ok, err := get(tx, "j_"+want); (ok && in(r)) || err != nil {
 		return r, err
 	}
-	jobs, err := all(tx)
+	jobs, err := visible(tx, in)
 	if err != nil {
 		return Job{}, err
 	}
@@ -168,7 +204,7 @@ func load(ctx context.Context, env *op.Env, id string) (Job, error) {
 	var j Job
 	err := env.Store.View(ctx, func(tx *bolt.Tx) error {
 		var err error
-		j, err = resolve(tx, id)
+		j, err = resolve(tx, scopeOf(env), id)
 		return err
 	})
 	if err != nil {

@@ -157,24 +157,14 @@ type Env struct {
 	// Emit writes one value of a stream operation's output.
 	Emit func(v any) error
 	// AfterReply, when set, runs fn once the face has handed the reply
-	// carrying marker to the caller (the CLI printed it, lm mcp wrote it);
-	// nil on faces that cannot tell. See [Env.WhenDelivered].
+	// carrying marker (an id it contains) to the caller (the CLI printed
+	// it, lm mcp wrote it); nil on faces that cannot tell.
 	AfterReply func(marker string, fn func())
 	// Log sends an MCP logging notification (notifications/message) to
 	// the client that made the call, for output the client asked to have
 	// streamed; it may be nil (the CLI). It stays usable after the call
 	// returns, for as long as the client's session lasts.
 	Log func(level string, data any)
-}
-
-// WhenDelivered runs fn once the reply carrying marker (an id it contains)
-// has reached the caller, or at once where the face cannot tell.
-func (e *Env) WhenDelivered(marker string, fn func()) {
-	if e.AfterReply == nil {
-		fn()
-		return
-	}
-	e.AfterReply(marker, fn)
 }
 
 // Getenv returns the value of key in e.Environ, "" when unset.

@@ -130,6 +130,16 @@ func Permitted(m Meta, c Caller, g Grant) bool {
 	return m.Callers.admits(c.Role) || (c.Role == RoleAgent && g.operation(m))
 }
 
+// Admit is nil when c may call the operation, else the refusal every face
+// gives for it: for routes that serve an operation's data without calling
+// it (a stream of what it would return).
+func Admit(m Meta, c Caller, g Grant) error {
+	if Permitted(m, c, g) {
+		return nil
+	}
+	return deniedCall(m, c)
+}
+
 // permitFields checks the person-only fields the input obj sets; a field
 // set to false, 0, "", [], {} or null is not set, so a client that sends
 // every field with its default is not refused. The schema lists, in a

@@ -85,7 +85,7 @@ func consumeHistory(b *testing.B, env *op.Env, n int) {
 				if err := t.Insert([]Record{r}); err != nil {
 					return err
 				}
-				if _, err := t.consume(r, "history"); err != nil {
+				if _, err := t.consume(r, "history", false); err != nil {
 					return err
 				}
 			}

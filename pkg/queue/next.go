@@ -60,134 +60,82 @@ func nextGeneration(agent string) (current *atomic.Uint64, mine uint64) {
 // Next is get_user_request: deliver the oldest pending instruction, marking
 // it consumed in the same transaction that claims it; if there is none, wait
 // up to the configured time for one, then answer empty or with the default
-// response. A cancelled or superseded call consumes nothing.
+// response. The process's claimer for the queue makes the claims (see
+// claimer): waiting calls get instructions in the order they came. A
+// cancelled or superseded call consumes nothing.
 func Next(ctx context.Context, env *op.Env, in NextInput) (NextOutput, error) {
-	agent := op.AgentID(in.AgentID, env.Caller.Name, env.Client)
-	start := env.Now()
-	current, gen := nextGeneration(agent)
-
-	// Subscribe before the first look at the queue so that an instruction
-	// added between the look and the wait still wakes us.
-	changes, unsubscribe, err := Changes(ctx, env)
+	c, err := claimerOf(ctx, env)
 	if err != nil {
 		return NextOutput{}, err
 	}
-	defer unsubscribe()
-
-	var (
-		out      NextOutput
-		settings Settings
-		first    = true
-		deadline time.Time
-	)
-	claim := func() (bool, error) {
-		claimed := false
-		err := update(ctx, env, func(t *tx) error {
-			claimed = false
-			if first {
-				settings = t.settings()
-				wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
-				deadline = start.Add(wait)
-			}
-			if current.Load() != gen {
-				return nil // superseded: take nothing
-			}
-			if r, ok := t.Claim(); ok {
-				r, err := t.consume(r, agent)
-				if err != nil {
-					return err
-				}
-				// A delivery sets every field of the agent's record:
-				// nothing stored needs reading first.
-				a := Agent{AgentID: agent, LastSeenAt: t.now, LastFetchAt: &t.now, LastResultType: ResultInstruction}
-				if err := t.PutAgent(a); err != nil {
-					return err
-				}
-				if err := t.emit(EventConsumed, r.instruction(0)); err != nil {
-					return err
-				}
-				if err := t.emitAgent(a); err != nil {
-					return err
-				}
-				out = NextOutput{Status: "ok", ResultType: ResultInstruction,
-					Instruction:      &Delivered{ID: r.ID, Content: r.Content, ConsumedAt: *r.ConsumedAt},
-					RemainingPending: pendingCount(t)}
-				claimed = true
-				// A client that gave up while we committed must not get
-				// an instruction it will never see: roll back.
-				return ctx.Err()
-			}
-			if !first {
-				return nil
-			}
-			a, _ := t.Agent(agent)
-			a.AgentID, a.LastSeenAt, a.WaitingUntil = agent, t.now, &deadline
-			if err := t.PutAgent(a); err != nil {
-				return err
-			}
-			return t.emitAgent(a)
-		})
-		first = false
-		return claimed && err == nil, err
+	w := &waiter{ctx: ctx, env: env, agent: op.AgentID(in.AgentID, env.Caller.Name, env.Client), start: env.Now(),
+		looked: make(chan struct{}), answer: make(chan answer, 1)}
+	w.calls, w.gen = nextGeneration(w.agent)
+	c.join(w)
+	select {
+	case a := <-w.answer:
+		return w.end(a)
+	case <-ctx.Done():
+		return w.end(c.leave(w))
+	case <-w.looked:
 	}
 
 	// Progress is reported only to a caller that asked for it: a ticker
 	// nobody listens to would wake the wait for nothing.
 	var progress <-chan time.Time
-	waiting := "" // what the wait says it does, once it starts
 	if env.Progress != nil {
 		ticker := time.NewTicker(progressEvery)
 		defer ticker.Stop()
 		progress = ticker.C
 	}
-	for {
-		ok, err := claim()
-		if err != nil && waiting != "" && op.KindOf(err) == op.KindUnavailable {
-			// The store went away while we waited (a database
-			// restarting): keep waiting. Its watch signals again once it
-			// is back, and the next look finds what was added meanwhile.
-			err = nil
-		}
-		if err != nil {
-			finish(env, agent, "", false)
-			return NextOutput{}, err
-		}
-		if ok {
-			out.WaitedSeconds = seconds(env.Now().Sub(start))
-			id := out.Instruction.ID
-			env.WhenDelivered(id, func() { acknowledge(env, id) })
-			return out, nil
-		}
-		if current.Load() != gen || !env.Now().Before(deadline) {
-			break
-		}
-		if waiting == "" {
-			waiting = fmt.Sprintf("waiting up to %s for an instruction", deadline.Sub(start).Round(time.Second))
-			env.ReportProgress(0, deadline.Sub(start).Seconds(), waiting)
-		}
-		timer := time.NewTimer(deadline.Sub(env.Now()))
-		select {
-		case <-changes:
-		case <-timer.C:
-		case <-progress:
-			waited := env.Now().Sub(start)
-			env.ReportProgress(waited.Seconds(), deadline.Sub(start).Seconds(), waiting)
-		case <-ctx.Done():
-			timer.Stop()
-			finish(env, agent, "", false)
-			return NextOutput{}, op.Errorf(op.KindTimeout, "get_user_request cancelled while waiting: %w", ctx.Err())
-		}
-		timer.Stop()
+	wait := w.deadline.Sub(w.start)
+	waiting := fmt.Sprintf("waiting up to %s for an instruction", wait.Round(time.Second))
+	if env.Now().Before(w.deadline) {
+		env.ReportProgress(0, wait.Seconds(), waiting)
 	}
+	timer := time.NewTimer(w.deadline.Sub(env.Now()))
+	defer timer.Stop()
+	for {
+		select {
+		case a := <-w.answer:
+			return w.end(a)
+		case <-timer.C:
+			return w.end(c.leave(w))
+		case <-ctx.Done():
+			return w.end(c.leave(w))
+		case <-progress:
+			env.ReportProgress(env.Now().Sub(w.start).Seconds(), wait.Seconds(), waiting)
+		}
+	}
+}
 
+// end turns a waiting call's answer into get_user_request's result.
+func (w *waiter) end(a answer) (NextOutput, error) {
+	env := w.env
+	switch {
+	case a.err != nil:
+		finish(env, w.agent, "", false)
+		return NextOutput{}, a.err
+	case a.out != nil:
+		out := *a.out
+		out.WaitedSeconds = seconds(env.Now().Sub(w.start))
+		if w.confirms() {
+			id := out.Instruction.ID
+			env.AfterReply(id, func() { acknowledge(env, id) })
+		}
+		return out, nil
+	case w.ctx.Err() != nil:
+		finish(env, w.agent, "", false)
+		return NextOutput{}, op.Errorf(op.KindTimeout, "get_user_request cancelled while waiting: %w", w.ctx.Err())
+	}
 	result := ResultEmpty
-	response := settings.DefaultEmptyResponse
+	response := w.settings.DefaultEmptyResponse
 	if response != "" {
 		result = ResultDefaultResponse
 	}
-	remaining := finish(env, agent, result, true)
+	remaining := finish(env, w.agent, result, true)
 	return NextOutput{Status: "ok", ResultType: result, Response: &response,
-		RemainingPending: remaining, WaitedSeconds: seconds(env.Now().Sub(start))}, nil
+		RemainingPending: remaining, WaitedSeconds: seconds(env.Now().Sub(w.start))}, nil
 }
 
 // finish records the end of a call that delivered nothing and returns the

@@ -113,14 +113,18 @@ func (t *tx) record(content string, order uint64) Record {
 	}
 }
 
-// consume marks a pending instruction consumed by agent.
-func (t *tx) consume(r Record, agent string) (Record, error) {
+// consume marks a pending instruction consumed by agent. With unconfirmed
+// it stays unacknowledged, naming this process as its consumer, until the
+// face confirms that its reply reached the agent (see acknowledge).
+func (t *tx) consume(r Record, agent string, unconfirmed bool) (Record, error) {
 	now := t.now
 	r.Status = StatusConsumed
 	r.ConsumedAt = &now
 	r.ConsumedByAgentID = &agent
 	r.UpdatedAt = now
-	r.Unacknowledged, r.Consumer = true, self()
+	if unconfirmed {
+		r.Unacknowledged, r.Consumer = true, self()
+	}
 	if err := t.Replace(r); err != nil {
 		return r, err
 	}

@@ -90,13 +90,31 @@ func (g *Git) Command(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // DiffOptions are the options diff-like commands (diff, log -p, show) need
-// on top: no external diff program and no textconv filter.
+// on top: no external diff program, no textconv filter, and no look inside
+// submodules (see [Git.StatusOptions]).
 func (g *Git) DiffOptions() []string {
 	if g.trusting {
 		return nil
 	}
-	return []string{"--no-ext-diff", "--no-textconv"}
+	return []string{"--no-ext-diff", "--no-textconv", ignoreDirtySubmodules}
 }
+
+// StatusOptions are the options git status needs on top: a submodule
+// counts as changed when its checked-out commit differs, but git does not
+// run inside it to see whether its files changed. There git would read the
+// submodule's own configuration, whose filter drivers have names this
+// package never saw and so cannot empty: a clean filter there would run.
+func (g *Git) StatusOptions() []string {
+	if g.trusting {
+		return nil
+	}
+	return []string{ignoreDirtySubmodules}
+}
+
+// ignoreDirtySubmodules is given on the command line because it must
+// outrank a submodule.NAME.ignore setting in .gitmodules or the
+// repository's configuration.
+const ignoreDirtySubmodules = "--ignore-submodules=dirty"
 
 func (g *Git) prefix() []string {
 	p := append([]string(nil), g.opts...)

@@ -81,7 +81,7 @@ func Write(w io.Writer, t Table, o Options) error {
 	for _, f := range t.Summary {
 		value := o.cell(f.Value, nil)
 		if s, ok := deref(f.Value).(string); ok {
-			value = strings.TrimSpace(s) // a summary line has room for a whole path or message
+			value = Printable(strings.TrimSpace(s)) // a summary line has room for a whole path or message
 		}
 		fmt.Fprintf(&b, "%s  %s\n", pad(f.Name+":", nameWidth+1), value)
 	}
@@ -212,7 +212,8 @@ func tsvCell(v any) string {
 	return tsvEscaper.Replace(fmt.Sprint(v))
 }
 
-// cell formats one value for a table.
+// cell formats one value for a table. Text comes from files, repositories
+// and servers: what a terminal would interpret in it is escaped.
 func (o Options) cell(v any, abbrev map[ID]string) string {
 	v = deref(v)
 	switch v := v.(type) {
@@ -220,13 +221,13 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 		return "-"
 	case ID:
 		if short, ok := abbrev[v]; ok {
-			return short
+			return Printable(short)
 		}
-		return string(v)
+		return Printable(string(v))
 	case State:
-		return o.colourState(string(v))
+		return o.colourState(Printable(string(v)))
 	case string:
-		return firstLine(v)
+		return Printable(firstLine(v))
 	case bool:
 		if v {
 			return "yes"
@@ -240,7 +241,7 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 	case time.Duration:
 		return Duration(v)
 	}
-	return fmt.Sprint(v)
+	return Printable(fmt.Sprint(v))
 }
 
 // deref follows pointers; a nil pointer is nil.

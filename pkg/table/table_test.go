@@ -106,3 +106,32 @@ func TestBurstIDsShowTheirTail(t *testing.T) {
 		}
 	}
 }
+
+type label string // any other type a cell may hold, printed as fmt.Sprint prints it
+
+// A file, task or server name is text a repository or a server chose: the
+// escape sequences in it reach the terminal as visible escapes, never as
+// colours, a new window title or a cleared screen. The table's own colour
+// stays.
+func TestCellsEscapeWhatATerminalWouldInterpret(t *testing.T) {
+	hostile := "evil\x1b[31mRED\x1b]0;title\x07\u202e.txt"
+	var b strings.Builder
+	err := Write(&b, Table{
+		Summary: []Field{{"branch", hostile}},
+		Columns: []string{"STATE", "PATH", "ID", "SIZE"},
+		Rows:    [][]any{{State("modified"), hostile, ID(hostile), label("\x1b[2J")}},
+	}, Options{Now: now, Colour: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsAny(strings.ReplaceAll(out, "\x1b[", ""), "\x1b\x07\u202e") || strings.Contains(out, "\x1b[31mRED") || strings.Contains(out, "\x1b[2J") {
+		t.Errorf("the table passes control characters through: %q", out)
+	}
+	if !strings.Contains(out, `evil\u001b[31mRED\u001b]0;title\u0007\u202e.txt`) {
+		t.Errorf("the escaped name is not shown: %q", out)
+	}
+	if !strings.Contains(out, "\x1b[") {
+		t.Errorf("the table lost its own colour: %q", out)
+	}
+}

@@ -29,7 +29,8 @@ var finders = []finder{
 // discover lists the tasks defined in dir, with unique names. Files that
 // fail to parse are reported in problems and skipped, so one broken file
 // does not hide the rest. Names come from the files alone; an installed
-// runner with a machine-readable listing then supplies its own tasks.
+// runner with a machine-readable listing then supplies its own tasks,
+// for a caller that is not confined.
 // beneath is for a caller confined to dir: files are read beneath it, so a
 // task file that is a link out of dir, or an include from outside it,
 // contributes no tasks, and its problems are not read out.
@@ -63,21 +64,30 @@ func discover(dir string, beneath bool) (tasks []Task, problems []string, err er
 			}
 		}
 		for _, t := range more {
-			// A key "" names nothing a runner can run, and one starting
-			// with "-" would be read as the runner's option.
-			if t.SourceName != "" && !strings.HasPrefix(t.SourceName, "-") && inside(t.FilePath) {
+			if runnable(t.SourceName) && inside(t.FilePath) {
 				tasks = append(tasks, t)
 			}
 		}
 	}
 	uniqify(tasks)
-	tasks = preferListings(dir, tasks)
+	if !beneath {
+		// A runner's listing evaluates the project's configuration (mise's
+		// templates and env, for one), which a confined caller may have
+		// written: for it, the files alone say what the tasks are.
+		tasks = preferListings(dir, tasks)
+	}
 	tasks = slices.DeleteFunc(tasks, func(t Task) bool { return !inside(t.FilePath) })
 	found := map[string]bool{}
 	for i := range tasks {
 		tasks[i].finish(dir, found)
 	}
 	return tasks, problems, nil
+}
+
+// runnable says whether a runner can be given name as a task: "" names
+// nothing, and a name starting with "-" would be read as its option.
+func runnable(name string) bool {
+	return name != "" && !strings.HasPrefix(name, "-")
 }
 
 // uniqify gives every task of a name defined more than once a runner

@@ -2,12 +2,14 @@ package tasks
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -72,6 +74,7 @@ func (l listing) list(dir string) ([]Task, bool) {
 	if err != nil {
 		return nil, false
 	}
+	listed = slices.DeleteFunc(listed, func(t Task) bool { return !runnable(t.SourceName) })
 	for i := range listed {
 		listed[i].ListedBy = l.runner
 	}
@@ -189,7 +192,9 @@ func taskListing(dir string) []string {
 	if asNamed.firstExisting(dir, taskfileNames...) == "" {
 		return nil
 	}
-	return []string{"task", "--list-all", "--json"}
+	// Without --no-status, go-task works out each task's up_to_date by
+	// running the shell commands of its status: list.
+	return []string{"task", "--list-all", "--json", "--no-status"}
 }
 
 // taskNamespace is `task --list-all --json`'s output (go-task's editor
@@ -198,6 +203,7 @@ func taskListing(dir string) []string {
 type taskNamespace struct {
 	Tasks []struct {
 		Task     string `json:"task"`
+		Name     string `json:"name"` // the task's name before go-task 3.41 added task
 		Desc     string `json:"desc"`
 		Summary  string `json:"summary"`
 		Location struct {
@@ -228,7 +234,8 @@ func decodeTaskList(dir string, out []byte) ([]Task, error) {
 			if desc == "" {
 				desc = t.Summary
 			}
-			tasks = append(tasks, newTask("task", t.Task, file, desc, "task", t.Task))
+			name := cmp.Or(t.Task, t.Name)
+			tasks = append(tasks, newTask("task", name, file, desc, "task", name))
 		}
 		for _, name := range sortedNames(ns.Namespaces) {
 			walk(ns.Namespaces[name])

@@ -160,6 +160,53 @@ func TestListingFailureFallsBackToParser(t *testing.T) {
 	}
 }
 
+// A confined caller's tasks come from the files alone: mise's listing
+// renders the project's templates and env, which run programs once the
+// person trusted the directory — and the agent may have written the file.
+func TestConfinedListingRunsNoRunner(t *testing.T) {
+	path := runnerPath(t, "mise")
+	t.Setenv("HOME", t.TempDir())
+	dir, markers := t.TempDir(), t.TempDir()
+	t.Setenv("MISE_TRUSTED_CONFIG_PATHS", dir) // the person's mise trust
+	writeFiles(t, dir, map[string]string{"mise.toml": "[env]\nX = \"{{ exec(command='touch " +
+		filepath.Join(markers, "ran") + "') }}\"\n[tasks.build]\nrun = 'echo hi'\n"})
+	t.Setenv("PATH", path)
+	tasks, _, err := discover(dir, true)
+	if err != nil || len(tasks) != 1 || tasks[0].Name != "build" || tasks[0].ListedBy != "" {
+		t.Fatalf("confined discovery = %+v, %v", tasks, err)
+	}
+	if ran, _ := os.ReadDir(markers); len(ran) > 0 {
+		t.Fatalf("a confined listing ran the project's program: %v", ran)
+	}
+	// The person's listing is mise's own, trust and all.
+	if tasks, _, _ := discover(dir, false); len(tasks) != 1 || tasks[0].ListedBy != "mise" {
+		t.Errorf("the person's discovery = %+v", tasks)
+	}
+	if _, err := os.Stat(filepath.Join(markers, "ran")); err != nil {
+		t.Errorf("mise did not render the trusted template, so this test proves nothing: %v", err)
+	}
+}
+
+// go-task's listing runs each task's status: commands to say whether it
+// is up to date, unless told --no-status. The stand-in behaves so, as go-task
+// 3.40 does; its output is 3.40's, which names a task in name alone.
+func TestTaskListingRunsNoStatusCommand(t *testing.T) {
+	bin, dir, markers := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFiles(t, bin, map[string]string{"task.x": `#!/bin/sh
+case " $* " in *" --no-status "*) ;; *) touch ` + filepath.Join(markers, "status") + ` ;; esac
+echo '{"tasks":[{"name":"build","desc":"Build it","summary":"","aliases":[],"up_to_date":false,"location":{"line":3,"column":3,"taskfile":"` + dir + `/Taskfile.yml"}},
+  {"name":"","desc":"","location":{"taskfile":"` + dir + `/Taskfile.yml"}}],"location":"` + dir + `/Taskfile.yml"}'
+`})
+	writeFiles(t, dir, map[string]string{"Taskfile.yml": "version: '3'\ntasks:\n  build:\n    status: [touch ran]\n    cmds: [echo b]\n"})
+	tasks := discoverWith(t, dir, bin)
+	if b := tasks["build"]; b.ListedBy != "task" || b.Description != "Build it" || len(tasks) != 1 {
+		t.Errorf("listed %+v", tasks)
+	}
+	if ran, _ := os.ReadDir(markers); len(ran) > 0 {
+		t.Errorf("the listing ran the status commands: %v", ran)
+	}
+}
+
 func TestDecodeTaskList(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"Taskfile.yml": "version: '3'\n"})

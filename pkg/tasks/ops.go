@@ -17,7 +17,7 @@ func Ops() []op.Operation {
 			Description: "Discovers Make, package.json (npm/yarn/pnpm/bun), pyproject (uv, poetry, poe, pdm, hatch), Taskfile, turbo, Maven, Gradle, " +
 				"GitHub Actions (act), Docker Compose, CMake, justfile, *.sh, Cargo aliases and cargo-make, mise and deno tasks. " +
 				"A name several runners define gets a runner suffix on every copy (build-m, build-n), as dela names them.",
-			Examples: "lm tasks list\nlm tasks list --runner make --jq -r '.tasks[].name'",
+			Examples: "lm tasks list\nlm tasks list --runner make -r --jq '.tasks[].name'",
 			Effect:   op.ReadOnly, Idempotent: true,
 		}, List),
 		op.New(op.Meta{

@@ -10,12 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // The verdicts on a proposed call, as lm servers ask reports them.
@@ -127,17 +126,17 @@ func (a *approver) decide(ctx context.Context, tool mcp.Tool, p Proposal) (strin
 		case "e", "edit":
 			edited, err := editText(a.env, draft)
 			if err != nil {
-				fmt.Fprintf(a.out, "lm: %s; the call is unchanged\n", printable(err.Error()))
+				fmt.Fprintf(a.out, "lm: %s; the call is unchanged\n", table.Printable(err.Error()))
 				continue
 			}
 			draft = edited
 			args, err := parseArguments(tool, edited)
 			if err != nil {
 				fmt.Fprintf(a.out, "lm: the edited arguments are not valid, so the call is unchanged (e edits them again): %s\n%s\n",
-					printable(err.Error()), indent(printable(edited)))
+					table.Printable(err.Error()), indent(table.Printable(edited)))
 				continue
 			}
-			fmt.Fprintf(a.out, "lm: running %s with the edited arguments:\n%s\n", printable(tool.Name), indent(printable(pretty(args))))
+			fmt.Fprintf(a.out, "lm: running %s with the edited arguments:\n%s\n", table.Printable(tool.Name), indent(table.Printable(pretty(args))))
 			return VerdictEdited, args, nil
 		default:
 			fmt.Fprintln(a.out, "Answer y, e, a or n.")
@@ -208,11 +207,11 @@ func parseArguments(tool mcp.Tool, text string) (map[string]any, error) {
 // Everything the model wrote is made printable first, so it cannot move
 // the cursor, recolour or hide text on the terminal.
 func showProposal(w io.Writer, p Proposal, step, maxSteps int) {
-	fmt.Fprintf(w, "lm: call %d (of at most %d) proposed: %s\n", step, maxSteps, printable(p.Tool))
+	fmt.Fprintf(w, "lm: call %d (of at most %d) proposed: %s\n", step, maxSteps, table.Printable(p.Tool))
 	if p.Reason != "" {
-		fmt.Fprintf(w, "  reason: %s\n", printable(p.Reason))
+		fmt.Fprintf(w, "  reason: %s\n", table.Printable(p.Reason))
 	}
-	fmt.Fprintf(w, "  arguments:\n%s\n", indent(printable(pretty(p.Arguments))))
+	fmt.Fprintf(w, "  arguments:\n%s\n", indent(table.Printable(pretty(p.Arguments))))
 }
 
 // showResult prints the start of a call's result for the person.
@@ -221,7 +220,7 @@ func showResult(w io.Writer, text string) {
 	if len(text) > limit {
 		text = text[:limit] + "…"
 	}
-	fmt.Fprintf(w, "lm: %s\n", printable(text))
+	fmt.Fprintf(w, "lm: %s\n", table.Printable(text))
 }
 
 // pretty is indented JSON, with <, > and & left as they are.
@@ -241,27 +240,4 @@ func pretty(v any) string {
 
 func indent(text string) string {
 	return "    " + strings.ReplaceAll(text, "\n", "\n    ")
-}
-
-// printable replaces what a terminal would interpret rather than show —
-// control characters (escape sequences start with one), bidirectional
-// overrides and bytes that are not UTF-8 — with visible escapes. Line
-// breaks and tabs stay.
-func printable(s string) string {
-	var b strings.Builder
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-		s = s[size:]
-	}
-	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"lmtool.dev/lm/pkg/model"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // DefaultMaxSteps bounds the calls one request may run.
@@ -275,7 +276,7 @@ func (c *conversation) propose(ctx context.Context, final bool) (Proposal, error
 				return "", err
 			}
 			if err := c.check(p, final); err != nil {
-				fmt.Fprintf(c.env.Stderr, "lm: a proposal was sent back to the model: %s\n", printable(err.Error()))
+				fmt.Fprintf(c.env.Stderr, "lm: a proposal was sent back to the model: %s\n", table.Printable(err.Error()))
 				return "", err
 			}
 			data, err := json.Marshal(p)

@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,5 +36,37 @@ func TestHistoryKeepsTheNewest(t *testing.T) {
 	}
 	if fmt.Sprint(tools) != "[call-2 call-3 call-4]" {
 		t.Fatalf("history after 5 calls with a limit of 3: %v", tools)
+	}
+}
+
+// What history and favourites keep of a URL target holds no credential:
+// not the bearer token, a key in a header, the URL's password or a token
+// in its query. Such a target cannot be run again (the credentials are
+// gone), and says so before it connects anywhere.
+func TestStoredTargetsKeepNoCredential(t *testing.T) {
+	secrets := []string{"bearer-s3cret", "header-s3cret", "password-s3cret", "query-s3cret", "sig-s3cret"}
+	target, err := httpTarget("https://ada:password-s3cret@mcp.example/mcp?api_key=query-s3cret&sig=sig-s3cret&workspace=w1",
+		[]string{"X-Api-Key: header-s3cret", "X-Workspace: w1"}, "bearer-s3cret", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := target.withoutSecrets()
+	stored, _ := json.Marshal(kept)
+	for _, s := range secrets {
+		if strings.Contains(string(stored), s) {
+			t.Errorf("the stored target holds %s: %s", s, stored)
+		}
+	}
+	if kept.URL != "https://ada@mcp.example/mcp?workspace=w1" || kept.Headers["X-Workspace"] != "w1" {
+		t.Errorf("the stored target lost what it may keep: %s", stored)
+	}
+	_, err = runSaved(context.Background(), &op.Env{}, kept, "bearer-s3cret", "echo", nil)
+	if op.KindOf(err) != op.KindInvalid || !strings.Contains(fmt.Sprint(err), "header X-Api-Key") {
+		t.Errorf("running the stored target again: %v", err)
+	}
+	// A target that needs only the bearer token is kept whole otherwise.
+	plain, _ := httpTarget("http://127.0.0.1:3001/mcp", nil, "bearer-s3cret", "")
+	if kept := plain.withoutSecrets(); kept.URL != plain.URL || len(kept.Dropped) > 0 || len(kept.Headers) > 0 {
+		t.Errorf("a bearer-only target kept as %+v", kept)
 	}
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"strings"
 
 	"lmtool.dev/lm/pkg/op"
 )
@@ -50,6 +51,10 @@ func Rerun(ctx context.Context, env *op.Env, in IDInput) (CallOutput, error) {
 
 // runSaved runs a call kept in the store.
 func runSaved(ctx context.Context, env *op.Env, t Target, bearer, tool string, args map[string]any) (CallOutput, error) {
+	if len(t.Dropped) > 0 {
+		return CallOutput{}, op.Errorf(op.KindInvalid, "%s was called with credentials lm does not keep: %s", t, strings.Join(t.Dropped, ", ")).
+			WithHint("call it again with its --url and --header: lm servers call %s …", tool)
+	}
 	if bearer != "" && t.URL != "" {
 		t.Headers = mapWith(t.Headers, "Authorization", "Bearer "+bearer)
 	}

@@ -216,11 +216,11 @@ func (s *Session) connect(ctx context.Context) error {
 		}
 	}
 	if unauthorized(err) {
-		return op.Errorf(op.KindDenied, "%s refused the connection: %w", s.target, tidy(err)).WithCategory("unauthorized").
+		return op.Errorf(op.KindDenied, "%s refused the connection: %w", s.target, s.target.tidy(err)).WithCategory("unauthorized").
 			WithHint("send the server's token with --bearer TOKEN (or $%s), or its header with --header 'NAME: VALUE'", TokenEnv)
 	}
 	if err != nil {
-		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, tidy(err)).
+		return op.Errorf(op.KindUnavailable, "cannot connect to %s: %w", s.target, s.target.tidy(err)).
 			WithHint("check that the server runs and speaks MCP; a stdio server must write only JSON-RPC on stdout")
 	}
 	s.state(StateConnected, fmt.Sprintf("%s %s over %s, protocol %s", s.init.ServerInfo.Name, s.init.ServerInfo.Version, s.transport, s.init.ProtocolVersion))
@@ -483,12 +483,19 @@ func refused(err error) bool {
 // tidied is a transport error whose message says each step once: mcp-go
 // wraps some errors twice ("failed to send request: failed to send
 // request: …").
-type tidied struct{ err error }
+// Quoting the target's URL, it masks its credentials.
+type tidied struct {
+	err  error
+	hide *strings.Replacer
+}
 
-func tidy(err error) error { return tidied{err} }
+func tidy(err error) error { return tidied{err, strings.NewReplacer()} }
+
+// tidy is [tidy] for an error that may quote t's URL.
+func (t Target) tidy(err error) error { return tidied{err, t.hidden()} }
 
 func (t tidied) Error() string {
-	parts := strings.Split(t.err.Error(), ": ")
+	parts := strings.Split(t.hide.Replace(t.err.Error()), ": ")
 	out := parts[:1]
 	for _, p := range parts[1:] {
 		if p != out[len(out)-1] {

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // The summary fits one screen: a line for the server, some tools, some
@@ -33,13 +34,13 @@ func showSummary(w io.Writer, target Target, init *mcp.InitializeResult, tools [
 	if server != "" && server != label {
 		label += " (" + server + ")"
 	}
-	fmt.Fprintf(w, "lm: asking %s, %d %s\n", printable(label), len(tools), plural(len(tools), "tool", "tools"))
+	fmt.Fprintf(w, "lm: asking %s, %d %s\n", table.Printable(label), len(tools), plural(len(tools), "tool", "tools"))
 	for _, t := range tools[:min(len(tools), summaryTools)] {
 		line := "  " + t.Name
 		if d := firstLine(t.Description); d != "" {
 			line += " — " + d
 		}
-		fmt.Fprintln(w, printable(clip(line, summaryWidth)))
+		fmt.Fprintln(w, table.Printable(clip(line, summaryWidth)))
 	}
 	if more := len(tools) - summaryTools; more > 0 {
 		fmt.Fprintf(w, "  … and %d more (lm servers tools)\n", more)
@@ -47,7 +48,7 @@ func showSummary(w io.Writer, target Target, init *mcp.InitializeResult, tools [
 	if examples := exampleRequests(tools, summaryExamples); len(examples) > 0 {
 		fmt.Fprintln(w, "lm: for example:")
 		for _, e := range examples {
-			fmt.Fprintln(w, printable(clip("  "+e, summaryWidth)))
+			fmt.Fprintln(w, table.Printable(clip("  "+e, summaryWidth)))
 		}
 	}
 }

@@ -6,7 +6,9 @@ package client
 
 import (
 	"context"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +36,8 @@ type Target struct {
 	// Timeout bounds each request: --timeout, else a configured server's
 	// timeout; zero waits as long as the server takes.
 	Timeout time.Duration `json:"-"`
+	// Dropped names the credentials a stored target left out.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // String is how history and messages name the target.
@@ -42,7 +46,7 @@ func (t Target) String() string {
 	case t.Name != "":
 		return t.Name
 	case t.URL != "":
-		return t.URL
+		return t.hidden().Replace(t.URL)
 	default:
 		return strings.Join(t.Command, " ")
 	}
@@ -51,25 +55,86 @@ func (t Target) String() string {
 // stdio reports whether the target is a child process.
 func (t Target) stdio() bool { return t.URL == "" }
 
-// withoutSecrets drops the Authorization header, so a stored target never
-// holds a token: it is supplied again (--bearer, $LM_SERVER_TOKEN) when run.
+// withoutSecrets is the target as history and favourites keep it, without
+// a credential. The Authorization header goes, given again (--bearer,
+// $LM_SERVER_TOKEN) when the call is run again; any other credential — a
+// header named like one, the URL's password, a query parameter named like
+// a key or token — nothing could give again, so it is left out and named
+// in Dropped, and such a target cannot be run again.
 func (t Target) withoutSecrets() Target {
 	if t.Name != "" {
 		// A configured server is resolved again from its configuration
 		// when the call is rerun; its headers and env stay there.
 		return Target{Name: t.Name}
 	}
-	if len(t.Headers) == 0 {
-		return t
+	if len(t.Headers) > 0 {
+		h := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(t.Headers)) {
+			switch {
+			case strings.EqualFold(k, "Authorization"):
+			case credentialName(k):
+				t.Dropped = append(t.Dropped, "header "+k)
+			default:
+				h[k] = t.Headers[k]
+			}
+		}
+		t.Headers = h
 	}
-	h := map[string]string{}
-	for k, v := range t.Headers {
-		if !strings.EqualFold(k, "Authorization") {
-			h[k] = v
+	if u, err := url.Parse(t.URL); err == nil && t.URL != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.User(u.User.Username())
+			t.Dropped = append(t.Dropped, "the URL's password")
+		}
+		q := u.Query()
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			if credentialName(k) {
+				q.Del(k)
+				t.Dropped = append(t.Dropped, "query parameter "+k)
+			}
+		}
+		if len(t.Dropped) > 0 {
+			u.RawQuery = q.Encode()
+			t.URL = u.String()
 		}
 	}
-	t.Headers = h
 	return t
+}
+
+// hidden masks the URL's credentials (its password, the values of query
+// parameters named like a key or token) wherever a message quotes the URL,
+// as it was given or as net/http and url.URL.Redacted quote it (the
+// password masked, the query not).
+func (t Target) hidden() *strings.Replacer {
+	u, err := url.Parse(t.URL)
+	if err != nil || t.URL == "" {
+		return strings.NewReplacer()
+	}
+	masked, quoted := *u, t.URL
+	if password, has := u.User.Password(); has {
+		masked.User = url.UserPassword(u.User.Username(), "***")
+		quoted = strings.Replace(t.URL, ":"+password+"@", ":***@", 1) // net/http's own masking
+	}
+	q := u.Query()
+	for k := range q {
+		if credentialName(k) {
+			q.Set(k, "***")
+		}
+	}
+	masked.RawQuery = q.Encode()
+	display := strings.ReplaceAll(masked.String(), "%2A%2A%2A", "***")
+	return strings.NewReplacer(t.URL, display, quoted, display, u.Redacted(), display)
+}
+
+// credentialName says whether a header or query parameter is named like
+// one that carries a credential.
+func credentialName(name string) bool {
+	n := strings.ToLower(name)
+	for _, word := range []string{"key", "token", "secret", "pass", "auth", "cookie", "session", "credential", "signature"} {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	return n == "sig" || n == "code"
 }
 
 // lookup resolves a server configured for the hub (servers.json) to a

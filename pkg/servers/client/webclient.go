@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // Spec 002 gives web clients a protocol of their own beside MCP: GET /sse
@@ -69,7 +70,7 @@ func describeWebServer(ctx context.Context, target Target) (server, mcpURL strin
 		return server, ""
 	}
 	if name := strings.TrimSpace(info.Name + " " + info.Version); name != "" {
-		server = printable(name)
+		server = table.Printable(name)
 	}
 	if p := info.Endpoints["mcp"]; p != "" {
 		if ref, err := url.Parse(p); err == nil {

@@ -1,0 +1,323 @@
+package queue
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lmtool.dev/lm/pkg/op"
+)
+
+// A claimer hands the pending instructions of one queue to the
+// get_user_request calls of this process that wait on it, the call that has
+// waited longest first. One transaction per change claims as many
+// instructions as calls wait and records the first look of each call that
+// just came: with N calls waiting, an added instruction costs one claim,
+// not N racing for it. Across processes nothing changes: each has its own
+// claimer, and the storage's transactions keep claims exclusive.
+type claimer struct {
+	mu      sync.Mutex
+	waiters []*waiter // oldest first
+	running bool      // the loop runs; it ends once no call waits
+	// kick wakes the loop for a call that came, or for the last that left.
+	kick chan struct{}
+}
+
+// claimers holds the one claimer of each queue this process waits on, by
+// where the queue is: a database's URL or a store file's path.
+var claimers sync.Map // string -> *claimer
+
+func claimerOf(ctx context.Context, env *op.Env) (*claimer, error) {
+	if _, err := storage(ctx, env); err != nil {
+		return nil, err
+	}
+	where := env.Queue
+	if where == "" {
+		where = env.Store.Path
+	}
+	c, _ := claimers.LoadOrStore(where, &claimer{kick: make(chan struct{}, 1)})
+	return c.(*claimer), nil
+}
+
+// A waiter is one get_user_request call waiting on a claimer.
+type waiter struct {
+	ctx   context.Context
+	env   *op.Env
+	agent string
+	start time.Time
+	// calls numbers the agent's calls; gen is this call's number: a newer
+	// call supersedes this one (see generations).
+	calls *atomic.Uint64
+	gen   uint64
+
+	// looked is closed after the call's first look, which set settings
+	// and deadline.
+	looked   chan struct{}
+	settings Settings
+	deadline time.Time
+	// answer receives the call's outcome, once.
+	answer chan answer
+
+	// Guarded by the claimer's mu.
+	seen    bool // the first look happened
+	inRound bool // in the transaction running now
+	leaving bool // its call left while it was in a round
+}
+
+// confirms says whether the call's face tells when its reply reached the
+// agent (lm mcp, the command line). One that cannot tell would acknowledge
+// a delivery at once, before its reply is written; recording it
+// acknowledged in the claim's own commit says the same and spares a
+// commit on every delivery's way out.
+func (w *waiter) confirms() bool { return w.env.AfterReply != nil }
+
+// answer is how a waiting call ends: an instruction delivered, an error,
+// or neither (superseded, or it left with nothing).
+type answer struct {
+	out *NextOutput
+	err error
+}
+
+func (c *claimer) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// join adds w behind the calls already waiting and has the loop look for
+// it.
+func (c *claimer) join(w *waiter) {
+	c.mu.Lock()
+	c.waiters = append(c.waiters, w)
+	start := !c.running
+	c.running = true
+	c.mu.Unlock()
+	if start {
+		go c.run(w.env)
+		return
+	}
+	c.poke()
+}
+
+// leave takes w out of the waiting calls and returns its answer: the one a
+// round gave it already, the one the round in progress gives it, or
+// nothing.
+func (c *claimer) leave(w *waiter) answer {
+	c.mu.Lock()
+	if w.inRound {
+		w.leaving = true
+		c.mu.Unlock()
+		return <-w.answer
+	}
+	last := c.remove(w) && len(c.waiters) == 0
+	c.mu.Unlock()
+	if last {
+		c.poke() // so the loop ends
+	}
+	select {
+	case a := <-w.answer:
+		return a
+	default:
+		return answer{}
+	}
+}
+
+// remove takes w out of the waiting calls; c.mu is held.
+func (c *claimer) remove(w *waiter) bool {
+	i := slices.Index(c.waiters, w)
+	if i < 0 {
+		return false
+	}
+	c.waiters = slices.Delete(c.waiters, i, i+1)
+	return true
+}
+
+// run looks at the queue for the waiting calls after every change and
+// every call that comes, until none waits. It subscribes before its first
+// look, so a change committed between a look and the wait that follows
+// still wakes it.
+func (c *claimer) run(env *op.Env) {
+	changes, unsubscribe, err := Changes(context.Background(), env)
+	if err != nil {
+		c.mu.Lock()
+		for _, w := range c.waiters {
+			w.answer <- answer{err: err}
+		}
+		c.waiters, c.running = nil, false
+		c.mu.Unlock()
+		return
+	}
+	defer unsubscribe()
+	for {
+		c.mu.Lock()
+		if len(c.waiters) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		ws := slices.Clone(c.waiters)
+		for _, w := range ws {
+			w.inRound = true
+		}
+		c.mu.Unlock()
+		looks, err := round(ws)
+		c.settle(ws, looks, err)
+		select {
+		case <-changes:
+		case <-c.kick:
+		}
+	}
+}
+
+// look is what a round found for one waiting call.
+type look struct {
+	// settings and deadline are set at the call's first look.
+	settings Settings
+	deadline time.Time
+	out      *NextOutput // the instruction handed to it
+	passed   bool        // superseded or gone: it takes nothing
+}
+
+// round runs one transaction over the waiting calls, oldest first: each
+// call still wanted — not superseded, its caller still there — gets the
+// head of the queue while there is one, consumed for its agent; a call at
+// its first look that gets none is recorded as waiting. A caller that goes
+// away before the commit takes nothing: the round runs again without it.
+func round(ws []*waiter) ([]look, error) {
+	env := ws[0].env
+	looks := make([]look, len(ws))
+	for {
+		gaveUp := false
+		// The store's own lock timeout ends a wait on a lock held
+		// elsewhere (unavailable: the calls keep waiting); this bounds
+		// a database that does not answer at all.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*env.Store.LockTimeout)
+		err := update(ctx, env, func(t *tx) error {
+			// This may run more than once (see Storage.Update): it
+			// sets its results afresh each time.
+			clear(looks)
+			gaveUp = false
+			settings := t.settings()
+			wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
+			more := true // the queue may hold another pending instruction
+			for i, w := range ws {
+				l := &looks[i]
+				if !w.seen {
+					l.settings, l.deadline = settings, w.start.Add(wait)
+				}
+				if w.calls.Load() != w.gen || w.ctx.Err() != nil {
+					l.passed = true
+					continue
+				}
+				if more {
+					r, ok := t.Claim()
+					if ok {
+						out, err := t.hand(r, w.agent, w.confirms())
+						if err != nil {
+							return err
+						}
+						l.out = &out
+						continue
+					}
+					more = false
+				}
+				if !w.seen {
+					if err := t.waiting(w.agent, l.deadline); err != nil {
+						return err
+					}
+				}
+			}
+			// A caller that gave up while we worked must not get an
+			// instruction it will never see: roll back, and look again
+			// without it.
+			for i, w := range ws {
+				if err := w.ctx.Err(); err != nil && looks[i].out != nil {
+					gaveUp = true
+					return err
+				}
+			}
+			return nil
+		})
+		cancel()
+		if !gaveUp {
+			return looks, err
+		}
+	}
+}
+
+// settle gives each call of a round what the round found: its first look,
+// its answer (an instruction, nothing because it was passed over or left,
+// an error), or, for a call still waiting, nothing yet.
+func (c *claimer) settle(ws []*waiter, looks []look, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, w := range ws {
+		w.inRound = false
+		var a *answer
+		switch {
+		case err != nil && (!w.seen || op.KindOf(err) != op.KindUnavailable):
+			a = &answer{err: err}
+		case err != nil:
+			// The store went away while the call waited (a database
+			// restarting): it keeps waiting. The watch signals again
+			// once the store is back, and the next round finds what was
+			// added meanwhile.
+		default:
+			l := looks[i]
+			if !w.seen {
+				w.settings, w.deadline, w.seen = l.settings, l.deadline, true
+				close(w.looked)
+			}
+			if l.out != nil {
+				a = &answer{out: l.out}
+			} else if l.passed {
+				a = &answer{}
+			}
+		}
+		if a == nil && w.leaving {
+			a = &answer{}
+		}
+		if a != nil {
+			c.remove(w)
+			w.answer <- *a
+		}
+	}
+}
+
+// hand consumes r for agent and records the delivery: the agent's record,
+// and the events a page shows. With unconfirmed the instruction awaits its
+// acknowledgement (see consume).
+func (t *tx) hand(r Record, agent string, unconfirmed bool) (NextOutput, error) {
+	r, err := t.consume(r, agent, unconfirmed)
+	if err != nil {
+		return NextOutput{}, err
+	}
+	// A delivery sets every field of the agent's record: nothing stored
+	// needs reading first.
+	a := Agent{AgentID: agent, LastSeenAt: t.now, LastFetchAt: &t.now, LastResultType: ResultInstruction}
+	if err := t.PutAgent(a); err != nil {
+		return NextOutput{}, err
+	}
+	if err := t.emit(EventConsumed, r.instruction(0)); err != nil {
+		return NextOutput{}, err
+	}
+	if err := t.emitAgent(a); err != nil {
+		return NextOutput{}, err
+	}
+	return NextOutput{Status: "ok", ResultType: ResultInstruction,
+		Instruction:      &Delivered{ID: r.ID, Content: r.Content, ConsumedAt: *r.ConsumedAt},
+		RemainingPending: pendingCount(t)}, nil
+}
+
+// waiting records that agent waits until deadline.
+func (t *tx) waiting(agent string, deadline time.Time) error {
+	a, _ := t.Agent(agent)
+	a.AgentID, a.LastSeenAt, a.WaitingUntil = agent, t.now, &deadline
+	if err := t.PutAgent(a); err != nil {
+		return err
+	}
+	return t.emitAgent(a)
+}
