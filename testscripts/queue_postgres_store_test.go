@@ -212,7 +212,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 		"a consumed instruction lacks its agent or time",
 		"pending instructions share an order: 7:",
 		"the counters disagree with what is stored",
-		"an event's id is outside the event sequence",
+		"an event's id is outside those transactions gave",
 		"an agent's record names another agent: worker",
 		"a pending instruction carries a consumer: 01BROKEN",
 		"instruction 01BROKEN cannot be read",

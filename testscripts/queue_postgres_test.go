@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
 )
 
@@ -40,7 +41,7 @@ func teamCluster(t *testing.T) (*pgtest.Cluster, string) {
 	cluster := pgtest.Own(t)
 	url := cluster.URL(t)
 	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "store", "migrate", "-r", "--jq", `"\(.from) \(.to)"`)
-	if out != "0 1\n" {
+	if out != fmt.Sprintf("0 %d\n", pgstore.SchemaVersion) {
 		t.Fatalf("lm store migrate: %q", out)
 	}
 	return cluster, url
@@ -335,7 +336,7 @@ func TestPostgresStoreFromConfig(t *testing.T) {
 	runLM(t, home, "", "queue", "add", "configured")
 	// lm store queue says where the queue is, the password masked.
 	filter := fmt.Sprintf(`"\(.backend) \(.schema_version) \(.pending_count) \(.where == %q)"`, url)
-	if out, _ := runLM(t, home, "", "store", "queue", "-r", "--jq", filter); out != "postgres 1 1 true\n" {
+	if out, _ := runLM(t, home, "", "store", "queue", "-r", "--jq", filter); out != fmt.Sprintf("postgres %d 1 true\n", pgstore.SchemaVersion) {
 		t.Fatalf("lm store queue: %q", out)
 	}
 	out, _ := runLMEnv(t, teamEnv(t.TempDir(), url), "", "queue", "list", "-r", "--jq", ".items[].content")

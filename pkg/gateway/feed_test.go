@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bolt "go.etcd.io/bbolt"
 
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
+	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 )
@@ -35,17 +38,30 @@ func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 // GET /api/events, following the same store from the same event, deliver
 // the same sequence for the same commits — stored events with the same
 // derived agent flags, and an agent turning idle, which no process
-// commits, announced on both.
+// commits, announced on both. On both backends: the database's event ids
+// are not consecutive, and its events become readable a moment after they
+// commit.
 func TestWatchAndEventStreamDeliverTheSameFeed(t *testing.T) {
+	t.Run("bbolt", func(t *testing.T) { sameFeed(t, "") })
+	t.Run("postgres", func(t *testing.T) {
+		url := pgtest.Own(t).URL(t)
+		if _, err := pgstore.Migrate(context.Background(), url); err != nil {
+			t.Fatal(err)
+		}
+		sameFeed(t, url)
+	})
+}
+
+func sameFeed(t *testing.T, queueURL string) {
 	clk := &clock{now: time.Now().UTC()}
-	g := start(t, gateway.Options{Env: op.Env{Now: clk.Now}})
+	g := start(t, gateway.Options{Env: op.Env{Now: clk.Now, Queue: queueURL}})
 	ops := map[string]op.Operation{}
 	for _, o := range registry.All() {
 		ops[o.Info().Name] = o
 	}
 	call := func(tool string, caller op.Caller, input string) {
 		t.Helper()
-		env := op.Env{Store: store.New(g.store, 0), Home: filepath.Dir(g.store), Now: clk.Now, Caller: caller}
+		env := op.Env{Store: store.New(g.store, 0), Queue: queueURL, Home: filepath.Dir(g.store), Now: clk.Now, Caller: caller}
 		if _, err := ops[tool].Call(context.Background(), &env, json.RawMessage(input)); err != nil {
 			t.Fatalf("%s %s: %v", tool, input, err)
 		}
@@ -60,7 +76,7 @@ func TestWatchAndEventStreamDeliverTheSameFeed(t *testing.T) {
 	watched := make(chan map[string]any, 100)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	watchEnv := op.Env{Store: store.New(g.store, 0), Home: filepath.Dir(g.store), Now: clk.Now, Caller: person,
+	watchEnv := op.Env{Store: store.New(g.store, 0), Queue: queueURL, Home: filepath.Dir(g.store), Now: clk.Now, Caller: person,
 		Emit: func(v any) error {
 			watched <- roundTrip(t, v)
 			return nil
@@ -110,9 +126,19 @@ func TestWatchAndEventStreamDeliverTheSameFeed(t *testing.T) {
 	collect(lastStored())
 
 	// The agent's minute passes. Nothing is committed to the queue; a
-	// write elsewhere in the store wakes both faces, which look again.
+	// write elsewhere in the store (a bare notification on the database)
+	// wakes both faces, which look again.
 	clk.advance(2 * time.Minute)
-	if err := store.New(g.store, 0).Update(context.Background(), func(tx *bolt.Tx) error {
+	if queueURL != "" {
+		conn, err := pgx.Connect(context.Background(), queueURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "SELECT pg_notify('lm_queue', '')"); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := store.New(g.store, 0).Update(context.Background(), func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte("test.nudge"))
 		if err != nil {
 			return err

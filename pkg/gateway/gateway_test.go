@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +24,9 @@ import (
 	"lmtool.dev/lm/pkg/gateway"
 	"lmtool.dev/lm/pkg/gateway/token"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/queue/pgstore"
+	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
 	"lmtool.dev/lm/pkg/registry"
 	"lmtool.dev/lm/pkg/store"
 	"lmtool.dev/lm/pkg/testkit"
@@ -572,6 +576,52 @@ func TestEventsResyncAnotherStoresClient(t *testing.T) {
 	// The same store's client resumes as before.
 	if m := g.events("1", "Last-Event-Store", storeID).next(t); m.event == "resync" {
 		t.Fatalf("a client of this store was told to resync: %+v", m)
+	}
+}
+
+// A client whose last event the store has dropped may have missed what
+// followed it, and is told to reload; one whose last event is still stored
+// resumes without, however far apart the ids the store gave.
+func TestEventsResyncOnceItsEventsExpired(t *testing.T) {
+	ctx := context.Background()
+	for _, backend := range []string{"bbolt", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			var opts gateway.Options
+			if backend == "postgres" {
+				opts.Env.Queue = pgtest.Own(t).URL(t)
+				if _, err := pgstore.Migrate(ctx, opts.Env.Queue); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := start(t, opts)
+			env := g.opts.Env
+			add := func(contents ...string) {
+				t.Helper()
+				if _, err := queue.Add(ctx, &env, queue.AddInput{Contents: contents}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			add("first")
+			first, err := queue.EventsSince(ctx, &env, 0, 1)
+			if err != nil || len(first) != 1 {
+				t.Fatalf("the first event: %v %v", first, err)
+			}
+			more := make([]string, queue.EventRetention+queue.TrimBatch)
+			for i := range more {
+				more[i] = "more"
+			}
+			add(more...)
+			if m := g.events(fmt.Sprint(first[0].ID)).next(t); m.event != "resync" || m.data["reason"] != "events_expired" {
+				t.Fatalf("resuming after an expired event: %+v", m)
+			}
+			kept, err := queue.EventsSince(ctx, &env, 0, 2)
+			if err != nil || len(kept) != 2 {
+				t.Fatalf("stored events: %v %v", kept, err)
+			}
+			if m := g.events(fmt.Sprint(kept[0].ID)).next(t); m.event != "instruction.created" || m.id != fmt.Sprint(kept[1].ID) {
+				t.Fatalf("resuming after a stored event: %+v", m)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,11 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,6 +130,8 @@ func TestStatusEventsCarryDerivedFlags(t *testing.T) {
 	})
 }
 
+// Event ids grow but need not be consecutive (the database's are not), so
+// the events kept are told by the instructions they carry.
 func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 	onEveryStore(t, func(t *testing.T, env *op.Env) {
 		ctx := context.Background()
@@ -133,26 +139,55 @@ func TestLargeBatchKeepsOnlyRetainedEvents(t *testing.T) {
 		for i := range contents {
 			contents[i] = "x"
 		}
-		if _, err := queue.Add(ctx, env, queue.AddInput{Contents: contents}); err != nil {
+		added, err := queue.Add(ctx, env, queue.AddInput{Contents: contents})
+		if err != nil {
 			t.Fatal(err)
 		}
-		events, _ := queue.EventsSince(ctx, env, 0, 0)
-		if len(events) != queue.EventRetention || events[0].ID != 501 || events[len(events)-1].ID != uint64(len(contents)) {
-			t.Fatalf("%d events kept, ids %d..%d", len(events), events[0].ID, events[len(events)-1].ID)
+		events := ascendingEvents(t, env)
+		if len(events) != queue.EventRetention || itemOf(t, events[0]) != added.Items[500].ID || itemOf(t, events[len(events)-1]) != added.Items[len(contents)-1].ID {
+			t.Fatalf("%d events kept, of instructions %s..%s", len(events), itemOf(t, events[0]), itemOf(t, events[len(events)-1]))
 		}
+		first := events[0].ID
 		// Old events go a batch at a time: the window grows by up to a batch.
 		queue.Add(ctx, env, queue.AddInput{Contents: contents[:queue.TrimBatch-1]})
-		events, _ = queue.EventsSince(ctx, env, 0, 0)
-		if len(events) != queue.EventRetention+queue.TrimBatch-1 || events[0].ID != 501 {
+		events = ascendingEvents(t, env)
+		if len(events) != queue.EventRetention+queue.TrimBatch-1 || events[0].ID != first {
 			t.Fatalf("within a batch: %d events from %d", len(events), events[0].ID)
 		}
-		queue.Add(ctx, env, queue.AddInput{Contents: []string{"one more", "and another"}})
-		events, _ = queue.EventsSince(ctx, env, 0, 0)
-		last := events[len(events)-1].ID
-		if len(events) != queue.EventRetention || events[0].ID != last-queue.EventRetention+1 {
-			t.Fatalf("after a whole batch: %d events from %d to %d", len(events), events[0].ID, last)
+		last, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"one more", "and another"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = ascendingEvents(t, env)
+		if len(events) != queue.EventRetention || itemOf(t, events[len(events)-1]) != last.Items[1].ID {
+			t.Fatalf("after a whole batch: %d events, the newest of %s", len(events), itemOf(t, events[len(events)-1]))
 		}
 	})
+}
+
+// ascendingEvents reads every stored event and checks their ids grow.
+func ascendingEvents(t *testing.T, env *op.Env) []queue.Event {
+	t.Helper()
+	events, err := queue.EventsSince(context.Background(), env, 0, 0)
+	if err != nil || len(events) == 0 {
+		t.Fatalf("events: %d, %v", len(events), err)
+	}
+	for i := 1; i < len(events); i++ {
+		if events[i].ID <= events[i-1].ID {
+			t.Fatalf("event %d has id %d after %d", i, events[i].ID, events[i-1].ID)
+		}
+	}
+	return events
+}
+
+// itemOf is the id of the instruction an event carries.
+func itemOf(t *testing.T, e queue.Event) string {
+	t.Helper()
+	var item struct{ ID string }
+	if err := json.Unmarshal(e.Data, &item); err != nil {
+		t.Fatalf("event %d: %v", e.ID, err)
+	}
+	return item.ID
 }
 
 func TestMoveKeepsEveryInstruction(t *testing.T) {
@@ -191,4 +226,101 @@ func waitUntil(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Many adders and claimers commit at once while a reader follows the feed,
+// resuming after the last id it read each time, a few events at a time, as
+// a client reconnecting with Last-Event-ID does: it reads every event the
+// queue ends up holding, each once, in order.
+func TestFeedFollowerMissesNothingUnderConcurrentWriters(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, env *op.Env) {
+		setWait(t, env, 0)
+		ctx := context.Background()
+		const writers, each = 4, 40
+		var (
+			wg      sync.WaitGroup
+			claimed atomic.Int64
+			failed  = make(chan error, 2*writers)
+		)
+		for w := range writers {
+			wg.Go(func() {
+				for i := range each {
+					if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{fmt.Sprintf("%d.%d", w, i)}}); err != nil {
+						failed <- err
+						return
+					}
+				}
+			})
+			wg.Go(func() {
+				for claimed.Load() < writers*each {
+					out, err := queue.Next(ctx, env, queue.NextInput{AgentID: fmt.Sprintf("agent-%d", w)})
+					if err != nil {
+						failed <- err
+						return
+					}
+					if out.Instruction != nil {
+						claimed.Add(1)
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		var (
+			seen   []queue.Event
+			cursor uint64
+		)
+		follow := func() {
+			events, err := queue.EventsSince(ctx, env, cursor, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events {
+				seen = append(seen, e)
+				cursor = e.ID
+			}
+		}
+		for running := true; running; {
+			select {
+			case <-done:
+				running = false
+			case err := <-failed:
+				t.Fatal(err)
+			default:
+				follow()
+			}
+		}
+		all, err := queue.EventsSince(ctx, env, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for len(seen) < len(all) {
+			before := len(seen)
+			follow()
+			if len(seen) == before {
+				break
+			}
+		}
+		if len(seen) != len(all) {
+			t.Fatalf("the follower read %d events, the queue holds %d", len(seen), len(all))
+		}
+		for i := range all {
+			if seen[i].ID != all[i].ID || seen[i].Type != all[i].Type {
+				t.Fatalf("event %d: the follower read %d %s, the queue holds %d %s", i, seen[i].ID, seen[i].Type, all[i].ID, all[i].Type)
+			}
+		}
+		if consumed := countType(all, queue.EventConsumed); consumed != writers*each {
+			t.Fatalf("%d consumptions recorded of %d", consumed, writers*each)
+		}
+	})
+}
+
+func countType(events []queue.Event, typ string) int {
+	n := 0
+	for _, e := range events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -97,9 +97,13 @@ type Tx interface {
 	Agents() []Agent
 
 	// Emit appends an event to the one ordered log all processes share.
-	// Events become visible in the order of their ids.
+	// Ids grow but need not be consecutive; a reader that read an id never
+	// later finds a lower one.
 	Emit(typ string, at time.Time, data json.RawMessage) error
-	// SkipEvents advances the event sequence by n without recording.
+	// SkipEvents says n events go unrecorded, so that a reader resuming
+	// from before them finds its last event expired: the local store
+	// advances its sequence past them, a backend whose ids have gaps
+	// anyway drops the events before this transaction's.
 	SkipEvents(n int) error
 	// EventsSince returns up to limit events after seq, oldest first.
 	EventsSince(seq uint64, limit int) []Event

@@ -86,6 +86,7 @@ TRUNCATE %s;
 			for _, s := range sequences {
 				fmt.Fprintln(w, s)
 			}
+			fmt.Fprintln(w, restoredEventBase)
 			if err := w.w.Flush(); err != nil {
 				return err
 			}

@@ -13,9 +13,13 @@ import (
 type hub struct {
 	store.Wakeups
 	s      *Storage
-	mu     sync.Mutex // guards cancel and done
+	mu     sync.Mutex // guards the fields below
 	cancel context.CancelFunc
 	done   chan struct{}
+	// recheckDue says a heldBack signal is on its way, recheckIn when the
+	// next one goes.
+	recheckDue bool
+	recheckIn  time.Duration
 }
 
 func (h *hub) init(s *Storage) {
@@ -92,6 +96,46 @@ func (h *hub) session(ctx context.Context, listening func()) bool {
 		}
 		h.Broadcast()
 	}
+}
+
+// How soon watchers read again after a read found events committed but
+// not yet final (see tx.EventsSince): soon, since that is mostly a claim
+// about to commit, whose own notification often comes first; then less
+// often while they stay held back, as a long transaction elsewhere in the
+// cluster holds them. The signal wakes every watcher, waiting claims too,
+// so even under load it goes out at most every firstRecheck.
+const (
+	firstRecheck = 5 * time.Millisecond
+	lastRecheck  = time.Second
+)
+
+// heldBack arranges for every watcher to be signalled soon, once however
+// often it is asked meanwhile: a reader held back from events reads again,
+// even if no commit follows to wake it.
+func (h *hub) heldBack() {
+	h.mu.Lock()
+	if h.recheckDue {
+		h.mu.Unlock()
+		return
+	}
+	h.recheckDue = true
+	d := max(h.recheckIn, firstRecheck)
+	h.recheckIn = min(2*d, lastRecheck)
+	h.mu.Unlock()
+	time.AfterFunc(d, func() {
+		h.mu.Lock()
+		h.recheckDue = false
+		h.mu.Unlock()
+		h.Broadcast()
+	})
+}
+
+// caughtUp says a read found no event held back: the next hold is
+// rechecked promptly again.
+func (h *hub) caughtUp() {
+	h.mu.Lock()
+	h.recheckIn = 0
+	h.mu.Unlock()
 }
 
 func (h *hub) stop() {

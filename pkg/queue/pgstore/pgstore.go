@@ -2,9 +2,11 @@
 // any number of gateways and CLIs on any machines serve one queue. Claims
 // take the head of the queue with SELECT … FOR UPDATE SKIP LOCKED and mark it
 // consumed in the same transaction; every commit that changed something
-// sends a NOTIFY, which wakes waiters in every process; events take their
-// ids under one row lock, so they become visible in id order and a reader
-// resuming after an id misses none.
+// sends a NOTIFY, which wakes waiters in every process. Nothing every commit
+// writes sits in one row: events take their ids from their transaction's
+// id, and readers read only the events of transactions older than any still
+// running (see [tx.EventsSince]), so a reader resuming after an id misses
+// none, however many writers commit at once.
 //
 // Linking the package registers it for postgres:// and postgresql:// URLs
 // (see [queue.RegisterBackend]).
@@ -159,7 +161,7 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 	// A read runs without a transaction, and a write opens one only when
 	// it must (see tx): at READ COMMITTED each statement sees what is
 	// committed when it starts, inside one or not.
-	t := &tx{ctx: ctx, conn: conn.Conn(), write: write}
+	t := &tx{ctx: ctx, s: s, conn: conn.Conn(), write: write}
 	err = fn(t)
 	if err == nil {
 		err = t.err

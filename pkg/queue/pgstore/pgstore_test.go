@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -292,5 +293,242 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	conn.QueryRow(ctx, "SELECT version FROM lm_schema").Scan(&v)
 	if v != pgstore.SchemaVersion+1 {
 		t.Fatalf("migrate changed the newer schema to %d", v)
+	}
+}
+
+// A queue kept by schema version 1 keeps its instructions, counts and
+// events through lm store migrate, and its event ids keep growing.
+func TestMigrationFromVersion1KeepsTheQueue(t *testing.T) {
+	url := pgtest.URL(t)
+	ctx := context.Background()
+	if _, err := pgstore.MigrateTo(ctx, url, 1); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// What a version 1 lm left: two pending, one consumed, three events.
+	for _, sql := range []string{
+		`INSERT INTO lm_queue_items (id, content, status, created_at, updated_at, consumed_at, consumed_by, ord) VALUES
+			('01A', 'first', 'pending', now(), now(), NULL, NULL, 1024),
+			('01B', 'second', 'pending', now(), now(), NULL, NULL, 2048),
+			('01C', 'done', 'consumed', now(), now(), now(), 'agent', 512)`,
+		`INSERT INTO lm_queue_settings VALUES (true, '{"default_wait_seconds": 0}')`,
+		`INSERT INTO lm_queue_events SELECT n, 'instruction.created', now(), '{"id": "x"}' FROM generate_series(1, 3) n`,
+		`UPDATE lm_queue_meta SET event_seq = 3, pending_count = 2, consumed_count = 1`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &op.Env{Store: store.New(filepath.Join(t.TempDir(), "lm.db"), time.Second), Queue: url, Stderr: io.Discard, Now: time.Now}
+	if _, err := queue.Status(ctx, env, queue.Empty{}); op.KindOf(err) != op.KindUnavailable || !strings.Contains(err.Error(), "schema version 1") {
+		t.Fatalf("before the migration: %v", err)
+	}
+	out, err := pgstore.Migrate(ctx, url)
+	if err != nil || out.From != 1 || out.To != pgstore.SchemaVersion {
+		t.Fatalf("migrate: %+v %v", out, err)
+	}
+	// A new process, as after an upgrade.
+	env.Queue = url + "&application_name=upgraded"
+	st, err := queue.Status(ctx, env, queue.Empty{})
+	if err != nil || st.Queue.PendingCount != 2 || st.Queue.ConsumedCount != 1 || st.LastEvent != 3 {
+		t.Fatalf("status after the migration: %+v %v", st.Queue, err)
+	}
+	next, err := queue.Next(ctx, env, queue.NextInput{AgentID: "a"})
+	if err != nil || next.Instruction == nil || next.Instruction.Content != "first" || next.RemainingPending != 1 {
+		t.Fatalf("next: %+v %v", next, err)
+	}
+	old, err := queue.EventsSince(ctx, env, 0, 3)
+	if err != nil || len(old) != 3 || old[0].ID != 1 || old[2].ID != 3 {
+		t.Fatalf("old events: %+v %v", old, err)
+	}
+	fresh, err := queue.EventsSince(ctx, env, 3, 0)
+	if err != nil || len(fresh) == 0 || fresh[0].Type != queue.EventConsumed {
+		t.Fatalf("events after the migration: %+v %v", fresh, err)
+	}
+	st, _ = queue.Status(ctx, env, queue.Empty{})
+	if st.Queue.PendingCount != 1 || st.Queue.ConsumedCount != 2 || st.LastEvent != fresh[len(fresh)-1].ID {
+		t.Fatalf("status after a claim: %+v, last event %d", st.Queue, st.LastEvent)
+	}
+}
+
+// The feed's guarantee where it is hardest: a transaction that began
+// writing first commits its event last. A reader that read the later
+// transaction's event must not then miss the earlier one's, which it would
+// if it read events in id order before the earlier transaction ended.
+func TestReaderNeverMissesAnEventCommittedBelowOneItRead(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now().UTC()
+	write := func(id string, hold <-chan struct{}, begun chan<- struct{}) error {
+		return s.Update(ctx, func(tx queue.Tx) error {
+			tx.Settings()
+			r := queue.Record{ID: id, Content: id, Status: queue.StatusPending, CreatedAt: now, UpdatedAt: now, Order: 1}
+			if err := tx.Insert([]queue.Record{r}); err != nil {
+				return err
+			}
+			if begun != nil {
+				close(begun)
+			}
+			if hold != nil {
+				<-hold
+			}
+			return tx.Emit(queue.EventCreated, now, []byte(`{"id":"`+id+`"}`))
+		})
+	}
+	read := func(since uint64) (events []queue.Event) {
+		if err := s.View(ctx, func(tx queue.Tx) error { events = tx.EventsSince(since, 0); return tx.Err() }); err != nil {
+			t.Fatal(err)
+		}
+		return events
+	}
+	release, begun := make(chan struct{}), make(chan struct{})
+	earlier := make(chan error, 1)
+	go func() { earlier <- write("earlier", release, begun) }()
+	<-begun
+	if err := write("later", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	seen := read(0)
+	close(release)
+	if err := <-earlier; err != nil {
+		t.Fatal(err)
+	}
+	var cursor uint64
+	if len(seen) > 0 {
+		cursor = seen[len(seen)-1].ID
+	}
+	seen = append(seen, read(cursor)...)
+	var got []string
+	for _, e := range seen {
+		got = append(got, string(e.Data))
+	}
+	all := read(0)
+	if len(seen) != 2 || len(all) != 2 || seen[0].ID != all[0].ID || seen[1].ID != all[1].ID {
+		t.Fatalf("the reader saw %v, the feed holds %d events", got, len(all))
+	}
+}
+
+// A follower whose feed holds an event back (a transaction older than the
+// event's still ran) gets it once that transaction ends, although that
+// transaction sends no notification: the process re-reads by itself.
+func TestFollowerGetsEventsHeldBackByATransactionThatNeverNotifies(t *testing.T) {
+	env := migrated(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"held"}}); err != nil {
+		t.Fatal(err)
+	}
+	feed, err := queue.OpenFeed(ctx, env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := make(chan queue.Event, 16)
+	go feed.Follow(ctx, nil, func() bool { return false }, func(events []queue.Event) error {
+		for _, e := range events {
+			delivered <- e
+		}
+		return nil
+	})
+	other, err := pgstore.Open(ctx, env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	// A transaction that takes a lock, and with it a transaction id, and
+	// commits nothing that notifies.
+	release, holding := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- other.Update(ctx, func(tx queue.Tx) error {
+			tx.Settings()
+			if _, ok := tx.Claim(); !ok {
+				return errors.New("nothing to claim")
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"behind it"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-delivered:
+		t.Fatalf("delivered %s while an older transaction ran", e.Data)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-delivered:
+		if e.Type != queue.EventCreated || !strings.Contains(string(e.Data), "behind it") {
+			t.Fatalf("delivered %s %s", e.Type, e.Data)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held-back event was never delivered")
+	}
+}
+
+// An export restored into another cluster, whose transaction ids run lower
+// than the exporting one's, carries on with event ids above the restored
+// ones: a client resuming after the newest restored event misses nothing.
+func TestRestoreIntoAnotherClusterKeepsEventIdsGrowing(t *testing.T) {
+	ctx := context.Background()
+	from := migrated(t)
+	conn, err := pgx.Connect(ctx, from.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exporting cluster has run many more transactions.
+	for range 300 {
+		if _, err := conn.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	if _, err := queue.Add(ctx, from, queue.AddInput{Contents: []string{"before the move"}}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "queue.sql")
+	if _, err := pgstore.Backup(ctx, from.Queue, file, false); err != nil {
+		t.Fatal(err)
+	}
+	to := &op.Env{Store: from.Store, Queue: pgtest.Own(t).URL(t), Stderr: io.Discard, Now: time.Now}
+	if _, err := pgstore.Migrate(ctx, to.Queue); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := pgtest.Bin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		psql = filepath.Join(bin, "psql")
+	}
+	if out, err := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", file, to.Queue).CombinedOutput(); err != nil {
+		t.Fatalf("psql: %v %s", err, out)
+	}
+	restored, err := queue.EventsSince(ctx, to, 0, 0)
+	if err != nil || len(restored) != 1 {
+		t.Fatalf("restored events: %v %v", restored, err)
+	}
+	if _, err := queue.Add(ctx, to, queue.AddInput{Contents: []string{"after the move"}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := queue.EventsSince(ctx, to, restored[0].ID, 0)
+	if err != nil || len(after) != 1 || !strings.Contains(string(after[0].Data), "after the move") {
+		t.Fatalf("events after the restored %d: %v %v", restored[0].ID, after, err)
 	}
 }

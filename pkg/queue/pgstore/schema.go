@@ -36,7 +36,23 @@ var migrations = []string{
 	CREATE TABLE lm_queue_meta (one boolean PRIMARY KEY CHECK (one), identity text NOT NULL, event_seq bigint NOT NULL,
 		pending_count bigint NOT NULL, consumed_count bigint NOT NULL);
 	INSERT INTO lm_queue_meta VALUES (true, gen_random_uuid()::text, 0, 0, 0);`,
+	// Version 2 takes the counts and the event sequence off the one meta
+	// row every commit locked: events take their ids from their
+	// transaction's id above event_base (the last id version 1 gave), and
+	// the counts live in countSlots rows each commit picks one of.
+	`ALTER TABLE lm_queue_meta ADD COLUMN event_base bigint NOT NULL DEFAULT 0;
+	UPDATE lm_queue_meta SET event_base = event_seq;
+	CREATE TABLE lm_queue_counts (slot integer PRIMARY KEY, pending bigint NOT NULL, consumed bigint NOT NULL, events bigint NOT NULL);
+	INSERT INTO lm_queue_counts SELECT s, 0, 0, 0 FROM generate_series(0, 15) s;
+	UPDATE lm_queue_counts SET pending = m.pending_count, consumed = m.consumed_count,
+		events = (SELECT count(*) FROM lm_queue_events) FROM lm_queue_meta m WHERE slot = 0;
+	ALTER TABLE lm_queue_meta DROP COLUMN event_seq, DROP COLUMN pending_count, DROP COLUMN consumed_count;`,
 }
+
+// countSlots is how many rows the counts are spread over (version 2 made
+// them): a commit adds its changes to the row its connection's backend
+// picks, so concurrent commits seldom wait for one another.
+const countSlots = 16
 
 // SchemaVersion is the schema this binary reads and writes.
 var SchemaVersion = len(migrations)
@@ -81,13 +97,18 @@ type MigrateOutput struct {
 // Migrate brings the database at raw to this binary's schema, in one
 // transaction that holds every other migrator off.
 func Migrate(ctx context.Context, raw string) (MigrateOutput, error) {
+	return migrateTo(ctx, raw, SchemaVersion)
+}
+
+// migrateTo brings the database at raw to schema version to.
+func migrateTo(ctx context.Context, raw string, to int) (MigrateOutput, error) {
 	pool, shown, err := connect(ctx, raw)
 	if err != nil {
 		return MigrateOutput{}, err
 	}
 	defer pool.Close()
 	s := &Storage{pool: pool, shown: shown}
-	out := MigrateOutput{Backend: "postgres", Where: shown, To: SchemaVersion}
+	out := MigrateOutput{Backend: "postgres", Where: shown, To: to}
 	err = pgx.BeginFunc(ctx, pool, func(t pgx.Tx) error {
 		if _, err := t.Exec(ctx, "CREATE TABLE IF NOT EXISTS lm_schema (version integer NOT NULL)"); err != nil {
 			return err
@@ -104,15 +125,15 @@ func Migrate(ctx context.Context, raw string) (MigrateOutput, error) {
 			return op.Errorf(op.KindUnavailable, "queue database %s has schema version %d, newer than this lm understands (%d)", shown, v, SchemaVersion).
 				WithHint("upgrade lm; an older lm never downgrades a schema")
 		}
-		for i := v; i < SchemaVersion; i++ {
+		for i := v; i < to; i++ {
 			if _, err := t.Exec(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("migrate to schema %d: %w", i+1, err)
 			}
 		}
 		if v == 0 {
-			_, err = t.Exec(ctx, "INSERT INTO lm_schema VALUES ($1)", SchemaVersion)
+			_, err = t.Exec(ctx, "INSERT INTO lm_schema VALUES ($1)", to)
 		} else {
-			_, err = t.Exec(ctx, "UPDATE lm_schema SET version = $1", SchemaVersion)
+			_, err = t.Exec(ctx, "UPDATE lm_schema SET version = $1", to)
 		}
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -32,6 +33,7 @@ const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
 // acknowledgement two.
 type tx struct {
 	ctx  context.Context
+	s    *Storage // whose watchers a held-back read signals; may be nil
 	conn *pgx.Conn
 	err  error
 	// opened says the statements from the next one on run inside the
@@ -188,7 +190,7 @@ func (t *tx) Settings() (queue.Settings, bool) {
 		raw    []byte
 		stored counted
 	)
-	err := t.queryRow("SELECT (SELECT settings FROM lm_queue_settings), pending_count, consumed_count FROM lm_queue_meta", nil,
+	err := t.queryRow("SELECT (SELECT settings FROM lm_queue_settings), "+sumCounts, nil,
 		&raw, &stored.pending, &stored.consumed)
 	if err == nil && raw != nil {
 		err = json.Unmarshal(raw, &s)
@@ -262,7 +264,7 @@ func (t *tx) Position(order uint64) int {
 func (t *tx) Counts() (pending, consumed int) {
 	if t.stored == nil {
 		var stored counted
-		if err := t.queryRow("SELECT pending_count, consumed_count FROM lm_queue_meta", nil, &stored.pending, &stored.consumed); err != nil {
+		if err := t.queryRow("SELECT "+sumCounts, nil, &stored.pending, &stored.consumed); err != nil {
 			t.fail(err)
 			return 0, 0
 		}
@@ -270,6 +272,9 @@ func (t *tx) Counts() (pending, consumed int) {
 	}
 	return int(t.stored.pending + t.counted.pending), int(t.stored.consumed + t.counted.consumed)
 }
+
+// sumCounts reads the stored counts, which commits add to in slots.
+const sumCounts = "sum(pending)::bigint, sum(consumed)::bigint FROM lm_queue_counts"
 
 // counted are a transaction's changes to the counts, added to the stored
 // counters as it commits.
@@ -472,77 +477,138 @@ func (t *tx) Agents() []queue.Agent {
 
 // Emit keeps the event until the transaction commits (see [tx.commit]).
 func (t *tx) Emit(typ string, at time.Time, data json.RawMessage) error {
-	t.events.next++
-	t.events.offsets = append(t.events.offsets, t.events.next)
+	if len(t.events.types) >= maxTxEvents {
+		return fmt.Errorf("a transaction records at most %d events", maxTxEvents)
+	}
 	t.events.types = append(t.events.types, typ)
 	t.events.ats = append(t.events.ats, at)
 	t.events.data = append(t.events.data, string(data))
 	return nil
 }
 
+// SkipEvents drops, as this transaction commits, every event recorded
+// before its own: ids here are not consecutive, so a gap cannot say that
+// events went unrecorded, and a reader resuming from before it must find
+// its last event gone, as when events expire.
 func (t *tx) SkipEvents(n int) error {
 	if n > 0 {
-		t.events.next += int64(n)
+		t.events.skipped = true
 	}
 	return nil
 }
 
 // pendingEvents are the events of a transaction, recorded as it commits.
-// Offsets count from the sequence's value then, so skips stay in place.
 type pendingEvents struct {
-	next    int64 // the last offset taken
-	offsets []int64
 	types   []string
 	ats     []time.Time
 	data    []string
+	skipped bool
 }
 
-// record is the statement that records the transaction's events and
-// changes to the counts and sends the change notification; it returns the
-// event sequence and the oldest event kept.
-const record = `WITH next AS (
-		UPDATE lm_queue_meta SET event_seq = event_seq + $1,
-			pending_count = pending_count + $7, consumed_count = consumed_count + $8
-		RETURNING event_seq - $1 AS base, event_seq AS seq,
-			coalesce((SELECT min(id) FROM lm_queue_events), 0) AS first, pg_notify($6, '')
+// Event ids. A transaction's events take the ids eventBase + xid<<eventIDBits
+// + 1, 2, … from its transaction id (xid), so ids grow with transaction
+// ids, without a counter every writer would queue for. An event is final
+// once no transaction older than its own still runs: no event with a lower
+// id can commit after it. Readers read only final events (see
+// tx.EventsSince); as transaction ids stay below 2^39 for a very long
+// time, ids stay below 2^53, exact in JavaScript's numbers.
+const (
+	eventIDBits = 14
+	maxTxEvents = 1<<eventIDBits - 1
+)
+
+// eventBase is added to every event id: the last id schema version 1
+// gave, so ids keep growing across the migration.
+const eventBase = "(SELECT event_base FROM lm_queue_meta)"
+
+// horizon is the lowest id an event not yet final can have: that of the
+// oldest transaction running when the statement's snapshot was taken, or
+// of the next one. It is taken from the statement's own snapshot, so every
+// final event is visible to the statement that finds it final.
+var horizon = fmt.Sprintf("(%s + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << %d))", eventBase, eventIDBits)
+
+// restoredEventBase ends a restore: event ids come from transaction ids,
+// which another cluster numbers from elsewhere, so the base rises until
+// the ids of the transactions after the restore's follow the restored ones.
+var restoredEventBase = fmt.Sprintf(`UPDATE lm_queue_meta SET event_base = greatest(event_base,
+	(SELECT coalesce(max(id), 0) FROM lm_queue_events) - (pg_current_xact_id()::text::bigint << %d));`, eventIDBits)
+
+// idCeiling is the lowest id no transaction the statement's snapshot sees
+// as ended can have given.
+var idCeiling = fmt.Sprintf("(%s + (pg_snapshot_xmax(pg_current_snapshot())::text::bigint << %d))", eventBase, eventIDBits)
+
+// record is the statement that records the transaction's events under
+// their ids and adds its changes to a slot of the counts; it returns how
+// many events are stored.
+const record = `WITH counted AS (
+		UPDATE lm_queue_counts SET pending = pending + $5, consumed = consumed + $6, events = events + coalesce(cardinality($2::text[]), 0)
+		WHERE slot = pg_backend_pid() % $7
 	), recorded AS (
 		INSERT INTO lm_queue_events (id, type, at, data)
-		SELECT next.base + e.off, e.type, e.at, e.data::json
-		FROM next, unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[]) AS e(off, type, at, data)
+		SELECT ` + eventBase + ` + (pg_current_xact_id()::text::bigint << $1) + e.n, e.type, e.at, e.data::json
+		FROM unnest($2::text[], $3::timestamptz[], $4::text[]) WITH ORDINALITY AS e(type, at, data, n)
 	)
-	SELECT seq, first FROM next`
+	SELECT sum(events)::bigint + coalesce(cardinality($2::text[]), 0) FROM lm_queue_counts`
+
+// dropEarlier drops the events recorded before the transaction's own
+// and takes them off the count (see SkipEvents).
+const dropEarlier = `WITH gone AS (
+		DELETE FROM lm_queue_events WHERE id <= ` + eventBase + ` + (pg_current_xact_id()::text::bigint << $1) RETURNING 1
+	)
+	UPDATE lm_queue_counts SET events = events - (SELECT count(*) FROM gone) WHERE slot = pg_backend_pid() % $2`
+
+// trim drops the oldest events beyond the retention window and takes
+// them off the count. Two trims at once delete each event once: the
+// later one skips rows the earlier deleted, and counts what it deleted.
+const trim = `WITH gone AS (
+		DELETE FROM lm_queue_events WHERE id IN (SELECT id FROM lm_queue_events ORDER BY id LIMIT $1) RETURNING 1
+	)
+	UPDATE lm_queue_counts SET events = events - (SELECT count(*) FROM gone) WHERE slot = pg_backend_pid() % $2`
 
 // commit ends a write transaction in one round trip: the writes still
-// queued, the events and counts (see record), and the COMMIT. Taking event
-// ids locks the sequence row until commit, so events commit in the order
-// of their ids and a reader that saw id n has seen every id below it;
-// since the lock is taken and released within this one batch, other
-// writers of events wait for the database alone, never for the network.
+// queued, the events and counts (see record), the COMMIT, and then the
+// NOTIFY. PostgreSQL serialises the commits of transactions that notify,
+// so the notification goes in a statement of its own after the COMMIT
+// rather than inside the transaction; a signal means "read again", so one
+// sent just after the commit serves as well.
 func (t *tx) commit() error {
 	e := &t.events
-	var seq, first int64
-	if e.next != 0 || t.counted != (counted{}) {
-		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{e.next, e.offsets, e.types, e.ats, e.data, channel,
-			t.counted.pending, t.counted.consumed}}
-		q.QueryRow(func(row pgx.Row) error { return row.Scan(&seq, &first) })
-		t.queued = append(t.queued, q)
+	recording := len(e.types) > 0 || t.counted != (counted{})
+	end := t.queued
+	t.queued = nil
+	var stored int64
+	if recording {
+		if !t.begun {
+			// The NOTIFY must follow the commit: the writes become a
+			// transaction of their own.
+			end = append([]*pgx.QueuedQuery{{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"}}, end...)
+			t.begun = true
+		}
+		if e.skipped {
+			end = append(end, &pgx.QueuedQuery{SQL: dropEarlier, Arguments: []any{eventIDBits, countSlots}})
+		}
+		q := &pgx.QueuedQuery{SQL: record, Arguments: []any{eventIDBits, e.types, e.ats, e.data,
+			t.counted.pending, t.counted.consumed, countSlots}}
+		q.QueryRow(func(row pgx.Row) error { return row.Scan(&stored) })
+		end = append(end, q)
 	}
 	// Otherwise nothing a reader waits on changed (a delivery
 	// acknowledged, an agent's record): no one is woken.
-	end := t.queued
 	if t.begun {
 		end = append(end, &pgx.QueuedQuery{SQL: "COMMIT"})
 	}
 	// Else the writes, if any, are one batch: one implicit transaction.
-	t.queued = nil
+	if recording {
+		end = append(end, &pgx.QueuedQuery{SQL: "SELECT pg_notify($1, '')", Arguments: []any{channel}})
+	}
 	if err := t.batch(end); err != nil {
 		return err
 	}
 	// Drop the events older than the retention window once a whole batch
-	// of them is beyond it, as the local store does. It needs no lock: a
-	// failure leaves them to the next commit's trim.
-	if oldest := seq - queue.EventRetention; first > 0 && first+queue.TrimBatch <= oldest {
-		t.conn.Exec(t.ctx, "DELETE FROM lm_queue_events WHERE id <= $1", oldest)
+	// of them is beyond it, as the local store does. A failure leaves
+	// them to the next commit's trim.
+	if beyond := stored - queue.EventRetention; beyond >= queue.TrimBatch {
+		t.conn.Exec(t.ctx, trim, beyond, countSlots)
 	}
 	return nil
 }
@@ -558,21 +624,54 @@ func (t *tx) rollback() {
 	}
 }
 
+// EventsSince returns the final events after seq (see eventIDBits): a
+// reader that read id n has read every id below it that will ever commit.
+// Events committed but not yet final are left for a later read, which the
+// process's watchers are signalled to make (see hub.heldBack): the
+// transaction holding them back may end without a notification.
 func (t *tx) EventsSince(seq uint64, limit int) []queue.Event {
-	return collect(t, func(row pgx.CollectableRow) (queue.Event, error) {
+	events, heldBack := t.finalEventsSince(seq, limit)
+	switch {
+	case t.err != nil || t.s == nil: // not run by a Storage: no watchers to signal
+	case heldBack:
+		t.s.hub.heldBack()
+	default:
+		t.s.hub.caughtUp()
+	}
+	return events
+}
+
+// finalEventsSince reads the events after seq up to the first one not yet
+// final, and says whether there was one.
+func (t *tx) finalEventsSince(seq uint64, limit int) (events []queue.Event, heldBack bool) {
+	type row struct {
+		queue.Event
+		final bool
+	}
+	rows := collect(t, func(r pgx.CollectableRow) (row, error) {
 		var (
-			e    queue.Event
+			e    row
 			id   int64
 			data string
 		)
-		err := row.Scan(&id, &e.Type, &e.Timestamp, &data)
+		err := r.Scan(&id, &e.Type, &e.Timestamp, &data, &e.final)
 		e.ID, e.Timestamp, e.Data = uint64(id), e.Timestamp.UTC(), json.RawMessage(data)
 		return e, err
-	}, "SELECT id, type, at, data FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2", int64(seq), limitOf(limit))
+	}, "SELECT id, type, at, data, id < "+horizon+" FROM lm_queue_events WHERE id > $1 ORDER BY id LIMIT $2",
+		int64(seq), limitOf(limit))
+	for _, r := range rows {
+		if !r.final {
+			return events, true
+		}
+		events = append(events, r.Event)
+	}
+	return events, false
 }
 
+// LastEvent is the id of the newest final event: a reader starting after
+// it misses none committed later.
 func (t *tx) LastEvent() uint64 {
 	var seq int64
-	t.fail(t.queryRow("SELECT event_seq FROM lm_queue_meta", nil, &seq))
+	t.fail(t.queryRow("SELECT coalesce(max(id), "+eventBase+") FROM lm_queue_events WHERE id < "+horizon, nil, &seq))
 	return uint64(seq)
 }
