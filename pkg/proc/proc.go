@@ -79,6 +79,22 @@ var BootID = sync.OnceValue(func() string {
 	return string(bytes.TrimSpace(data))
 })
 
+// MachineID names this machine ("" where it cannot be told): systemd's
+// machine id, else D-Bus's, else the host name. A process recorded on
+// another machine (by a queue in a shared database) cannot be looked up in
+// this one's /proc.
+var MachineID = sync.OnceValue(func() string {
+	for _, path := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
+			return string(bytes.TrimSpace(data))
+		}
+	}
+	if name, err := os.Hostname(); err == nil {
+		return "host:" + name
+	}
+	return ""
+})
+
 // Process names one process across pid reuse: its pid and start time.
 type Process struct {
 	PID   int    `json:"pid"`

@@ -52,8 +52,31 @@ type Record struct {
 	// until the consuming process has written it out; Consumer names that
 	// process, so a reader can tell a delivery in progress from one whose
 	// consumer died.
-	Unacknowledged bool          `json:"unacknowledged,omitempty"`
-	Consumer       *proc.Process `json:"consumer,omitempty"`
+	Unacknowledged bool      `json:"unacknowledged,omitempty"`
+	Consumer       *Consumer `json:"consumer,omitempty"`
+}
+
+// Consumer names the process that consumed an instruction, with the
+// machine and the boot it ran in: a queue in a shared database is read on
+// other machines, whose /proc knows nothing of it.
+type Consumer struct {
+	proc.Process
+	Machine string `json:"machine,omitempty"`
+	Boot    string `json:"boot,omitempty"`
+}
+
+// Ended reports whether the consumer is known to have ended. Another
+// machine's cannot be told from here, so it has not; one of an earlier
+// boot of this machine has; one of this boot is looked up. (A record
+// written before machine and boot were kept is looked up as of this boot.)
+func (c *Consumer) Ended() bool {
+	switch {
+	case c.Machine != "" && c.Machine != proc.MachineID():
+		return false
+	case c.Boot != "" && c.Boot != proc.BootID():
+		return true
+	}
+	return !c.Alive()
 }
 
 // check rejects a stored record no code path writes: its id, status and
@@ -76,7 +99,7 @@ func (r Record) check() error {
 func (r Record) instruction(position int) Instruction {
 	in := Instruction{ID: r.ID, Content: r.Content, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		ConsumedAt: r.ConsumedAt, ConsumedByAgentID: r.ConsumedByAgentID, Order: r.Order,
-		Unconfirmed: r.Status == StatusConsumed && r.Unacknowledged && (r.Consumer == nil || !r.Consumer.Alive())}
+		Unconfirmed: r.Status == StatusConsumed && r.Unacknowledged && (r.Consumer == nil || r.Consumer.Ended())}
 	if r.Status == StatusPending && position > 0 {
 		in.Position = &position
 	}

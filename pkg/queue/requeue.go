@@ -9,12 +9,12 @@ import (
 )
 
 // self names this process as the consumer of what it takes.
-var self = sync.OnceValue(func() *proc.Process {
+var self = sync.OnceValue(func() *Consumer {
 	p, err := proc.Self()
 	if err != nil {
 		return nil // unknown: the instruction is marked unconfirmed until acknowledged
 	}
-	return &p
+	return &Consumer{Process: p, Machine: proc.MachineID(), Boot: proc.BootID()}
 })
 
 // acknowledge records that the consumer wrote the instruction out, so the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"lmtool.dev/lm/pkg/proc"
 	"lmtool.dev/lm/pkg/queue"
 )
 
@@ -151,7 +150,7 @@ func scanRecord(row pgx.CollectableRow) (queue.Record, error) {
 		r.ConsumedAt = &at
 	}
 	if consumer != nil {
-		r.Consumer = new(proc.Process)
+		r.Consumer = new(queue.Consumer)
 		if err := json.Unmarshal(consumer, r.Consumer); err != nil {
 			return r, err
 		}
@@ -314,7 +313,7 @@ func (t *tx) LastOrder() uint64 {
 	return uint64(last)
 }
 
-func consumerJSON(p *proc.Process) ([]byte, error) {
+func consumerJSON(p *queue.Consumer) ([]byte, error) {
 	if p == nil {
 		return nil, nil
 	}
