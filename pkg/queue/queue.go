@@ -78,21 +78,11 @@ func Add(ctx context.Context, env *op.Env, in AddInput) (AddOutput, error) {
 		if err := t.Insert(records); err != nil {
 			return err
 		}
-		unrecorded := len(contents) - EventRetention
-		if err := t.SkipEvents(unrecorded); err != nil {
-			return err
-		}
 		out.Items = make([]Instruction, 0, len(contents))
 		for i, r := range records {
-			item := r.instruction(base + i + 1)
-			if i >= unrecorded {
-				if err := t.emit(EventCreated, item); err != nil {
-					return err
-				}
-			}
-			out.Items = append(out.Items, item)
+			out.Items = append(out.Items, r.instruction(base+i+1))
 		}
-		return nil
+		return t.emitEach(EventCreated, out.Items)
 	})
 	if err != nil {
 		return AddOutput{}, err
@@ -267,12 +257,7 @@ func Move(ctx context.Context, env *op.Env, in MoveInput) (ListOutput, error) {
 			return err
 		}
 		out.Items = t.pending(0)
-		for _, item := range out.Items {
-			if err := t.emit(EventUpdated, item); err != nil {
-				return err
-			}
-		}
-		return nil
+		return t.emitEach(EventUpdated, out.Items)
 	})
 	return out, err
 }

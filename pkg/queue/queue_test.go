@@ -324,3 +324,41 @@ func countType(events []queue.Event, typ string) int {
 	}
 	return n
 }
+
+// A move or a requeue among more pending instructions than the retention
+// window records only the window's worth of events, on every store: one
+// event per pending instruction made the transaction bigger than the
+// database records in one, and the move failed there.
+func TestMoveAmongManyRecordsTheWindow(t *testing.T) {
+	onEveryStore(t, func(t *testing.T, env *op.Env) {
+		ctx := context.Background()
+		contents := make([]string, 17000) // past the database's events per transaction
+		for i := range contents {
+			contents[i] = fmt.Sprint(i)
+		}
+		added, err := queue.Add(ctx, env, queue.AddInput{Contents: contents})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := added.Items[len(contents)-1].ID
+		moved, err := queue.Move(ctx, env, queue.MoveInput{ID: last, To: 1})
+		if err != nil {
+			t.Fatalf("move: %v", err)
+		}
+		if moved.Items[0].ID != last || len(moved.Items) != len(contents) {
+			t.Fatalf("after the move: first %s of %d", moved.Items[0].ID, len(moved.Items))
+		}
+		events := ascendingEvents(t, env)
+		if newest := events[len(events)-1]; newest.Type != queue.EventUpdated || itemOf(t, newest) != added.Items[len(contents)-2].ID {
+			t.Fatalf("the newest event is %s of %s, want the update of the last pending", newest.Type, itemOf(t, newest))
+		}
+		next, err := queue.Next(ctx, env, queue.NextInput{AgentID: "a"})
+		if err != nil || next.Instruction == nil || next.Instruction.ID != last {
+			t.Fatalf("next: %+v, %v", next.Instruction, err)
+		}
+		requeued, err := queue.Requeue(ctx, env, queue.IDInput{ID: last})
+		if err != nil || requeued.Item.ID != last || requeued.Item.Position == nil || *requeued.Item.Position != 1 {
+			t.Fatalf("requeue: %+v, %v", requeued.Item, err)
+		}
+	})
+}

@@ -64,15 +64,13 @@ func Requeue(ctx context.Context, env *op.Env, in IDInput) (ItemOutput, error) {
 			return err
 		}
 		// Every pending instruction moved down one place: say so, as a move does.
-		for _, item := range t.pending(0) {
+		pending := t.pending(0)
+		for _, item := range pending {
 			if item.ID == r.ID {
 				out.Item = item
 			}
-			if err := t.emit(EventUpdated, item); err != nil {
-				return err
-			}
 		}
-		return nil
+		return t.emitEach(EventUpdated, pending)
 	})
 	return out, err
 }

@@ -162,6 +162,25 @@ func (t *tx) emit(typ string, data any) error {
 	return t.Emit(typ, t.now, raw)
 }
 
+// emitEach records an event of typ for each instruction, as a change to
+// many (an add, a move of the whole list) does. Beyond the retention
+// window only the last EventRetention are recorded and the rest skipped:
+// they would be trimmed at once, a reader resuming from before them is
+// told to resync, and no transaction grows past what a store records in
+// one.
+func (t *tx) emitEach(typ string, items []Instruction) error {
+	unrecorded := len(items) - EventRetention
+	if err := t.SkipEvents(unrecorded); err != nil {
+		return err
+	}
+	for _, item := range items[max(unrecorded, 0):] {
+		if err := t.emit(typ, item); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // emitAgent records a status.changed event with the agent as it stands now.
 func (t *tx) emitAgent(a Agent) error {
 	return t.emit(EventStatusChanged, a.derive(t.now, t.settings().AgentStaleAfterSeconds))
