@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"lmtool.dev/lm/pkg/queue/pgstore"
+	"lmtool.dev/lm/pkg/queue/pgstore/pgtest"
 )
 
 // psql finds PostgreSQL's client, which restores an export.
@@ -42,11 +41,7 @@ func restoreExport(t *testing.T, file, url string) ([]byte, error) {
 func sqlExec(t *testing.T, url string, statements ...string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, url)
 	for _, s := range statements {
 		if _, err := conn.Exec(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)

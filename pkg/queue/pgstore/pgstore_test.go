@@ -275,11 +275,7 @@ func TestWaitingCallSurvivesDatabaseRestart(t *testing.T) {
 func TestNewerSchemaIsRefused(t *testing.T) {
 	env := migrated(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, env.Queue)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, env.Queue)
 	if _, err := conn.Exec(ctx, "UPDATE lm_schema SET version = $1", pgstore.SchemaVersion+1); err != nil {
 		t.Fatal(err)
 	}
@@ -304,11 +300,7 @@ func TestMigrationFromVersion1KeepsTheQueue(t *testing.T) {
 	if _, err := pgstore.MigrateTo(ctx, url, 1); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := pgtest.Connect(t, url)
 	// What a version 1 lm left: two pending, one consumed, three events.
 	for _, sql := range []string{
 		`INSERT INTO lm_queue_items (id, content, status, created_at, updated_at, consumed_at, consumed_by, ord) VALUES
@@ -487,10 +479,7 @@ func TestFollowerGetsEventsHeldBackByATransactionThatNeverNotifies(t *testing.T)
 func TestRestoreIntoAnotherClusterKeepsEventIdsGrowing(t *testing.T) {
 	ctx := context.Background()
 	from := migrated(t)
-	conn, err := pgx.Connect(ctx, from.Queue)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Connect(t, from.Queue)
 	// The exporting cluster has run many more transactions.
 	for range 300 {
 		if _, err := conn.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {

@@ -136,11 +136,7 @@ func (c *Cluster) Restart(t testing.TB) {
 func Durable(t testing.TB, url string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := Connect(t, url)
 	var db string
 	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
 		t.Fatal(err)
@@ -148,6 +144,18 @@ func Durable(t testing.TB, url string) {
 	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET synchronous_commit = on"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Connect opens a connection to the database at url, closed when the test
+// ends: for a test that reads or changes the database behind lm's back.
+func Connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // Down stops the server at once, as a crash or a failover does, keeping
