@@ -207,6 +207,9 @@ func TestPostgresPasswordNeverInArgvNorMessages(t *testing.T) {
 			if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 6 || strings.Contains(string(out), "hunter2") || !strings.Contains(string(out), "unavailable") {
 				t.Fatalf("lm %s on an unreachable database: %v %s", strings.Join(args, " "), err, out)
 			}
+			if n := strings.Count(string(out), "connection refused"); n != 1 {
+				t.Errorf("lm %s on an unreachable database says why %d times (once per attempt): %s", strings.Join(args, " "), n, out)
+			}
 			if _, err := os.Stat(filepath.Join(home, "backup.db")); err == nil {
 				t.Fatalf("lm %s on an unreachable database wrote the local store's copy", strings.Join(args, " "))
 			}

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -207,6 +209,15 @@ func unavailable(shown string, err error) error {
 		// cause alone says what went wrong.
 		msg = errors.Unwrap(ce).Error()
 	}
+	// One cause a line, per attempt: sslmode=prefer tries with TLS and
+	// without, and a refused connection is refused alike both times.
+	var causes []string
+	for _, line := range strings.Split(msg, "\n") {
+		if !slices.Contains(causes, line) {
+			causes = append(causes, line)
+		}
+	}
+	msg = strings.Join(causes, "; ")
 	return op.Errorf(op.KindUnavailable, "queue database %s is unavailable: %s", shown, msg).
 		WithHint("check that PostgreSQL runs and the URL, PGPASSWORD and sslmode are right; lm store migrate creates the schema")
 }
