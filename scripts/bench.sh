@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make bench: run every scripts/bench/*.sh (each prints a Markdown section of
-# measurements taken against reference commands in the same run) and write
+# measurements taken against reference commands in the same run, followed by
+# its NAME.notes.md, if any: a dated profile written by hand) and write
 # them, with the machine and date, to BENCHMARKS.md. Sections record the
 # figures a regression check follows in $LMBENCH_FIGURES; the last section
 # compares them with benchmarks.tsv, the figures of the committed
@@ -26,6 +27,10 @@ go build -o "$lmbench" ./cmd/lmbench
     [ -e "$b" ] || continue
     echo "running $b" >&2
     bash "$b"
+    # A section's profile notes (where the time goes, how it was found)
+    # are written by hand beside its script, dated, and kept across runs.
+    notes="${b%.sh}.notes.md"
+    if [ -e "$notes" ]; then echo; cat "$notes"; fi
     echo
   done
   "$lmbench" compare "$baseline" "$LMBENCH_FIGURES"
