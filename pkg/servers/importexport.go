@@ -28,6 +28,21 @@ type ImportOutput struct {
 	Files    []string  `json:"files" jsonschema:"the files read"`
 	Imported []string  `json:"imported"`
 	Skipped  []Skipped `json:"skipped"`
+	// Servers says what each imported server runs or reaches: a project's
+	// file is anyone's who wrote the repository, and the gateway starts
+	// what it names.
+	Servers []Imported `json:"servers" jsonschema:"each imported server: what it runs (command and args) or reaches (url), and whether the gateway starts it on its own"`
+}
+
+// Imported is one server an import added, as the person should see it
+// before the gateway runs it.
+type Imported struct {
+	Name      string   `json:"name"`
+	From      string   `json:"from"`
+	Command   string   `json:"command,omitempty"`
+	Args      []string `json:"args,omitempty"`
+	URL       string   `json:"url,omitempty"`
+	AutoStart bool     `json:"auto_start"`
 }
 
 // Import is servers_import.
@@ -36,7 +51,7 @@ func Import(ctx context.Context, env *op.Env, in ImportInput) (ImportOutput, err
 	if err != nil {
 		return ImportOutput{}, err
 	}
-	out := ImportOutput{Files: files, Imported: []string{}, Skipped: skipped}
+	out := ImportOutput{Files: files, Imported: []string{}, Skipped: skipped, Servers: []Imported{}}
 	if out.Skipped == nil {
 		out.Skipped = []Skipped{}
 	}
@@ -48,6 +63,8 @@ func Import(ctx context.Context, env *op.Env, in ImportInput) (ImportOutput, err
 			}
 			cfg.Servers[f.Name] = f.Server
 			out.Imported = append(out.Imported, f.Name)
+			out.Servers = append(out.Servers, Imported{Name: f.Name, From: f.From, Command: f.Server.Command,
+				Args: f.Server.Args, URL: f.Server.URL, AutoStart: f.Server.AutoStart})
 		}
 		return nil
 	})
