@@ -202,27 +202,32 @@ func round(ws []*waiter) ([]look, error) {
 			gaveUp = false
 			settings := t.settings()
 			wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
-			more := true // the queue may hold another pending instruction
+			wanted := 0
+			for i, w := range ws {
+				if w.calls.Load() != w.gen || w.ctx.Err() != nil {
+					looks[i].passed = true
+				} else {
+					wanted++
+				}
+			}
+			// One claim for the whole round, handed out oldest call first.
+			claimed := t.Claim(wanted)
 			for i, w := range ws {
 				l := &looks[i]
 				if !w.seen {
 					l.settings, l.deadline = settings, w.start.Add(wait)
 				}
-				if w.calls.Load() != w.gen || w.ctx.Err() != nil {
-					l.passed = true
+				if l.passed {
 					continue
 				}
-				if more {
-					r, ok := t.Claim()
-					if ok {
-						out, err := t.hand(r, w.agent, w.confirms())
-						if err != nil {
-							return err
-						}
-						l.out = &out
-						continue
+				if len(claimed) > 0 {
+					out, err := t.hand(claimed[0], w.agent, w.confirms())
+					if err != nil {
+						return err
 					}
-					more = false
+					claimed = claimed[1:]
+					l.out = &out
+					continue
 				}
 				if !w.seen {
 					if err := t.waiting(w.agent, l.deadline); err != nil {

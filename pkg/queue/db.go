@@ -499,19 +499,24 @@ func (t *boltTx) Agents() []Agent {
 }
 
 // Claim needs no reservation: bbolt has one writer at a time.
-func (t *boltTx) Claim() (Record, bool) {
+func (t *boltTx) Claim(n int) []Record {
 	b := pendingBucket.Of(t.Tx)
 	if b == nil {
-		return Record{}, false
+		return nil
 	}
-	k, v := b.Cursor().First()
-	if k == nil {
-		return Record{}, false
+	var out []Record
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(out) < n; k, v = c.Next() {
+		id, err := pendingBucket.Decode(k, v)
+		if err != nil {
+			t.fail(err)
+			return nil
+		}
+		r, ok := t.Get(id)
+		if !ok {
+			return out
+		}
+		out = append(out, r)
 	}
-	id, err := pendingBucket.Decode(k, v)
-	if err != nil {
-		t.fail(err)
-		return Record{}, false
-	}
-	return t.Get(id)
+	return out
 }

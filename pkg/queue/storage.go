@@ -68,10 +68,12 @@ type Tx interface {
 
 	// Insert stores new pending instructions at their Order.
 	Insert(rs []Record) error
-	// Claim returns the head of the queue, reserved for this transaction:
-	// no concurrent transaction's Claim returns it, and the caller marks it
-	// consumed with Replace before committing.
-	Claim() (Record, bool)
+	// Claim returns up to n instructions from the head of the queue, in
+	// queue order, reserved for this transaction: no concurrent
+	// transaction's Claim returns them, and the caller marks each consumed
+	// with Replace before committing. One call for a round of waiting
+	// calls: a database answers it in one round trip.
+	Claim(n int) []Record
 	// Replace stores r in place of the stored instruction with r's id and
 	// r.Version, bumping the version and moving it between the pending and
 	// consumed indexes as its status says. A stored version other than

@@ -442,7 +442,7 @@ func TestFollowerGetsEventsHeldBackByATransactionThatNeverNotifies(t *testing.T)
 	go func() {
 		held <- other.Update(ctx, func(tx queue.Tx) error {
 			tx.Settings()
-			if _, ok := tx.Claim(); !ok {
+			if len(tx.Claim(1)) == 0 {
 				return errors.New("nothing to claim")
 			}
 			close(holding)
@@ -520,4 +520,53 @@ func TestRestoreIntoAnotherClusterKeepsEventIdsGrowing(t *testing.T) {
 	if err != nil || len(after) != 1 || !strings.Contains(string(after[0].Data), "after the move") {
 		t.Fatalf("events after the restored %d: %v %v", restored[0].ID, after, err)
 	}
+}
+
+// Claim(n) reserves up to n instructions from the head in one statement:
+// a transaction claiming at the same time gets the ones after them, never
+// one of them, and each gets them in queue order.
+func TestClaimReservesSeveralFromTheHead(t *testing.T) {
+	env := migrated(t)
+	ctx := context.Background()
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"1", "2", "3", "4", "5"}}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(rs []queue.Record) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.Content)
+		}
+		return out
+	}
+	first, second := openStorage(t, env), openStorage(t, env)
+	holding, release := make(chan []string, 1), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- first.Update(ctx, func(tx queue.Tx) error {
+			holding <- ids(tx.Claim(3))
+			<-release
+			return errors.New("roll back: nothing consumed")
+		})
+	}()
+	if got := <-holding; strings.Join(got, ",") != "1,2,3" {
+		t.Fatalf("the first claim got %v, want 1,2,3", got)
+	}
+	var got []string
+	if err := second.Update(ctx, func(tx queue.Tx) error {
+		got = ids(tx.Claim(3))
+		return errors.New("roll back")
+	}); err == nil || strings.Join(got, ",") != "4,5" {
+		t.Fatalf("a concurrent claim got %v (%v), want 4,5", got, err)
+	}
+	close(release)
+	<-done
+}
+
+func openStorage(t *testing.T, env *op.Env) *pgstore.Storage {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), env.Queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -40,10 +40,10 @@ type tx struct {
 	opened bool
 	begun  bool
 	queued []*pgx.QueuedQuery
-	// held is the instruction Claim locked, at the version it read: no
-	// other transaction can change it, so replacing it cannot conflict
-	// and waits in queued.
-	held    *queue.Record
+	// held are the instructions Claim locked, by id, at the version it
+	// read: no other transaction can change them, so replacing one cannot
+	// conflict and waits in queued.
+	held    map[string]queue.Record
 	claimed bool // a Claim reserved an instruction
 	ordered bool // orderLock is held
 	write   bool
@@ -347,19 +347,31 @@ func (t *tx) Insert(rs []queue.Record) error {
 // A claimer whose snapshot still showed a row another one just consumed
 // finds it gone on locking and gets no row; it looks once more, with a
 // snapshot that shows the consumption.
-func (t *tx) Claim() (queue.Record, bool) {
+func (t *tx) Claim(n int) []queue.Record {
+	if n <= 0 {
+		return nil
+	}
 	t.open()
+	// A second look, once: rows another transaction had locked and then
+	// released by committing are no longer pending, but rows it rolled
+	// back are, and SKIP LOCKED passed them over the first time.
 	for range 2 {
-		rs := t.records("SELECT " + columns + " FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT 1 FOR UPDATE SKIP LOCKED")
-		if len(rs) == 1 {
-			t.claimed, t.held = true, &rs[0]
-			return rs[0], true
+		rs := t.records("SELECT "+columns+" FROM lm_queue_items WHERE status = 'pending' ORDER BY ord LIMIT $1 FOR UPDATE SKIP LOCKED", n)
+		if len(rs) > 0 {
+			if t.held == nil {
+				t.held = map[string]queue.Record{}
+			}
+			for _, r := range rs {
+				t.held[r.ID] = r
+			}
+			t.claimed = true
+			return rs
 		}
 		if t.err != nil {
 			break
 		}
 	}
-	return queue.Record{}, false
+	return nil
 }
 
 const replace = `UPDATE lm_queue_items SET content = $3, status = $4, updated_at = $5, consumed_at = $6,
@@ -372,9 +384,10 @@ func (t *tx) Replace(r queue.Record) error {
 	}
 	args := []any{r.ID, int64(r.Version), r.Content, r.Status, r.UpdatedAt, r.ConsumedAt, r.ConsumedByAgentID, int64(r.Order), r.Unacknowledged, consumer}
 	was := ""
-	if h := t.held; h != nil && h.ID == r.ID && h.Version == r.Version {
+	if h, ok := t.held[r.ID]; ok && h.Version == r.Version {
 		// Locked since Claim read it at this version: nothing to check.
-		t.held, was = nil, h.Status
+		delete(t.held, r.ID)
+		was = h.Status
 		t.later(replace+" WHERE id = $1 AND version = $2", args...)
 	} else {
 		t.open()
