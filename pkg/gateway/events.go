@@ -86,15 +86,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return 0, err
 			}
 			if last > 0 && len(events) > 0 {
-				if events[0].ID == last {
-					events = events[1:]
-				} else {
+				if events[0].ID != last {
+					// The client reads the state afresh, as of the
+					// cursor, and follows from there.
 					writeResync(out, "events_expired", cursor)
+					break
 				}
+				events = events[1:]
 			}
-			if len(events) == 0 {
-				break
-			}
+			sent := false
 			for _, e := range events {
 				if e.ID > cursor {
 					break
@@ -102,7 +102,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				if err := writeEvent(out, e, true); err != nil {
 					return 0, err
 				}
-				last = e.ID
+				last, sent = e.ID, true
+			}
+			if !sent {
+				// Nothing stored up to the cursor is left: the cursor's
+				// own event went with a batch too large to keep.
+				break
 			}
 		}
 		return pos, nil
