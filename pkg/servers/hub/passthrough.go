@@ -470,7 +470,8 @@ func (h *Hub) sendRaw(ctx context.Context, conn *stdioConn, tool string, argumen
 		return nil, transport.NewError(err)
 	}
 	f, _ := mcpx.ReadFrame(answer) // routed by it: an object
-	if f.Error != nil {
+	// Some libraries write "error":null beside a result: no error.
+	if f.Error != nil && string(f.Error) != "null" {
 		var e mcp.JSONRPCErrorDetails
 		if err := json.Unmarshal(f.Error, &e); err != nil {
 			return nil, fmt.Errorf("the server's error %s: %w", f.Error, err)

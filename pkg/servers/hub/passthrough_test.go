@@ -482,3 +482,37 @@ func TestPassthroughCarriesLargeAnswersAndLaidOutArguments(t *testing.T) {
 		t.Errorf("the child restarted: %+v", s)
 	}
 }
+
+// An answer that carries "error":null beside its result is the result.
+func TestPassthroughReadsANullErrorAsNone(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	_, body := post(t, url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nullerror","arguments":{}}}`, nil)
+	if _, text := resultText(t, body); text != "fine" {
+		t.Errorf("an answer with a null error: %s", body)
+	}
+}
+
+// A child that stops reading its stdin while the hub writes it a call
+// larger than the pipe holds is still stopped: the blocked write holds
+// nothing the stop needs.
+func TestStoppingAChildThatStoppedReading(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 3600}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	go postQuietly(url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deaf","arguments":{}}}`, nil)
+	time.Sleep(200 * time.Millisecond) // let the child take it and go deaf
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 1<<20) + `"}}}`
+	go postQuietly(url+"/mcp/raw", big, nil)
+	time.Sleep(200 * time.Millisecond) // let the big write fill the pipe
+	stopped := make(chan struct{})
+	go func() { h.child("raw").stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("stopping a child that stopped reading never returned")
+	}
+}

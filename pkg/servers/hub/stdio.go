@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -131,11 +132,14 @@ func idKey(id []byte) string {
 	if json.Unmarshal(id, &v) != nil {
 		return string(id)
 	}
-	canonical, err := json.Marshal(v)
-	if err != nil {
+	// Without HTML escaping: "a<b" and "a\u003cb" are one id.
+	var canonical bytes.Buffer
+	enc := json.NewEncoder(&canonical)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
 		return string(id)
 	}
-	return string(canonical)
+	return string(bytes.TrimSuffix(canonical.Bytes(), []byte("\n")))
 }
 
 // writtenOneWay is an id written one way only: a string without escapes, or an
@@ -262,11 +266,12 @@ func (c *stdioConn) SetRequestHandler(handle transport.RequestHandler) {
 
 // Close ends the session: calls in progress fail, and the child's stdin
 // closes (the process itself is the supervisor's to stop).
+//
+// It takes no write lock: a write blocked on a child that stopped reading
+// would hold it for ever, and closing the pipe is what ends that write.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() { close(c.done) })
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if err := c.in.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+	if err := c.in.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
 		return err
 	}
 	return nil

@@ -215,7 +215,7 @@ func serveRaw() {
 				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"pair", "die", "big", "echo"} {
+			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			answer(msg.ID, map[string]any{"tools": tools})
@@ -234,6 +234,10 @@ func serveRaw() {
 				os.Exit(5)
 			case "big":
 				answer(msg.ID, text(strings.Repeat("x", 10<<20)))
+			case "nullerror":
+				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": text("fine"), "error": nil})
+			case "deaf":
+				select {} // reads nothing more, answers nothing
 			default:
 				answer(msg.ID, text("Echo: "+msg.Params.Arguments["message"]))
 			}
