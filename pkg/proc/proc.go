@@ -79,20 +79,27 @@ var BootID = sync.OnceValue(func() string {
 	return string(bytes.TrimSpace(data))
 })
 
-// MachineID names this machine ("" where it cannot be told): systemd's
-// machine id, else D-Bus's, else the host name. A process recorded on
-// another machine (by a queue in a shared database) cannot be looked up in
-// this one's /proc.
+// MachineID names this process table ("" where it cannot be told): the
+// machine's id (systemd's, else D-Bus's, else the host name) with the pid
+// namespace. A process recorded under another (on another machine sharing
+// a queue's database, or in another container, whose image may carry the
+// same machine id) cannot be looked up in this one's /proc.
 var MachineID = sync.OnceValue(func() string {
+	machine := ""
 	for _, path := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
 		if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
-			return string(bytes.TrimSpace(data))
+			machine = string(bytes.TrimSpace(data))
+			break
 		}
 	}
-	if name, err := os.Hostname(); err == nil {
-		return "host:" + name
+	if name, err := os.Hostname(); machine == "" && err == nil {
+		machine = "host:" + name
 	}
-	return ""
+	if machine == "" {
+		return ""
+	}
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	return machine + "/" + ns
 })
 
 // Process names one process across pid reuse: its pid and start time.

@@ -57,7 +57,7 @@ type Record struct {
 }
 
 // Consumer names the process that consumed an instruction, with the
-// machine and the boot it ran in: a queue in a shared database is read on
+// machine (its process table: proc.MachineID) and the boot it ran in: a queue in a shared database is read on
 // other machines, whose /proc knows nothing of it.
 type Consumer struct {
 	proc.Process
