@@ -149,6 +149,15 @@ func TestPostgresStoreCommands(t *testing.T) {
 	if _, stderr, code := lmResult(t, env, "", "store", "backup", filepath.Join(dir, "lm.db")); code != 4 || !strings.Contains(stderr, "--force") {
 		t.Errorf("a backup over an existing one: exit %d: %s", code, stderr)
 	}
+	// The local copy refused after the export was written: no half backup
+	// is left, so the same command runs once its cause is mended.
+	halfExport := filepath.Join(dir, "half.sql")
+	if _, stderr, code := lmResult(t, env, "", "store", "backup", filepath.Join(dir, "lm.db"), "--queue-file", halfExport); code != 4 {
+		t.Errorf("a backup whose local copy exists: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(halfExport); err == nil {
+		t.Error("a refused backup left its queue export behind")
+	}
 	if ran, err := os.ReadFile(marker); err == nil {
 		t.Fatalf("lm ran PostgreSQL's tools: %s", ran)
 	}

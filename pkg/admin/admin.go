@@ -130,7 +130,7 @@ func backup(ctx context.Context, env *op.Env, in BackupInput) (BackupOutput, err
 		if err != nil {
 			return BackupOutput{}, err
 		}
-		if export == dest {
+		if same(export, dest) {
 			return BackupOutput{}, op.Errorf(op.KindInvalid, "backup: the local store's copy and the queue's export would both be %s", dest)
 		}
 		// The database first: it is what may be unreachable, and then
@@ -143,6 +143,11 @@ func backup(ctx context.Context, env *op.Env, in BackupInput) (BackupOutput, err
 	}
 	n, err := env.Store.Backup(ctx, dest, in.Force)
 	if err != nil {
+		if out.Queue != nil {
+			// Half a backup is none: the export goes too, so that the
+			// same command can be run again once its cause is mended.
+			os.Remove(out.Queue.File)
+		}
 		return BackupOutput{}, writeError("backup to", dest, err)
 	}
 	out.File, out.Bytes = dest, n
