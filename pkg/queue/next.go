@@ -133,7 +133,14 @@ func (w *waiter) end(a answer) (NextOutput, error) {
 	if response != "" {
 		result = ResultDefaultResponse
 	}
-	remaining := finish(env, w.agent, result, true)
+	var remaining int
+	if w.calls.Load() != w.gen {
+		// A newer call of the agent's took over: the agent's record is
+		// that call's, waiting, and stays so.
+		remaining = pendingNow(env)
+	} else {
+		remaining = finish(env, w.agent, result, true)
+	}
 	return NextOutput{Status: "ok", ResultType: result, Response: &response,
 		RemainingPending: remaining, WaitedSeconds: seconds(env.Now().Sub(w.start))}, nil
 }
@@ -156,6 +163,18 @@ func finish(env *op.Env, agent, result string, fetched bool) int {
 			return err
 		}
 		return t.emitAgent(a)
+	})
+	return pending
+}
+
+// pendingNow reads the pending count.
+func pendingNow(env *op.Env) int {
+	ctx, cancel := context.WithTimeout(context.Background(), env.Store.LockTimeout)
+	defer cancel()
+	pending := 0
+	view(ctx, env, func(t *tx) error {
+		pending = pendingCount(t)
+		return nil
 	})
 	return pending
 }

@@ -68,6 +68,10 @@ func TestNewerCallSupersedesWaitingOne(t *testing.T) {
 			if out.Instruction != nil {
 				t.Fatalf("superseded call took %+v", out.Instruction)
 			}
+			// The newer call still waits, and the agent's record says so.
+			if s, _ := queue.Status(ctx, env, queue.Empty{}); s.Agent == nil || !s.Agent.Waiting {
+				t.Fatalf("after the superseded call ended, the agent shows %+v", s.Agent)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("the older call kept waiting after a newer one started")
 		}
