@@ -40,7 +40,7 @@ type Root struct {
 	// a refusal names it only where it exists.
 	offersOutside bool
 	// confinedTo lists the roots of a confined caller, for messages; empty
-	// for the person.
+	// for the person, and so what tells a confined caller's writes apart.
 	confinedTo []string
 	// protected are directories never written to (lm's home), symlinks
 	// resolved.
@@ -163,15 +163,7 @@ func (r *Root) Stat(resolved string) (fs.FileInfo, error) {
 
 // ReadFile reads a whole regular file beneath the root; anything else (a
 // FIFO, a device) is refused before it is read.
-func (r *Root) ReadFile(resolved string) ([]byte, error) {
-	fd, err := r.OpenFD(resolved)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), r.Abs(resolved))
-	defer f.Close()
-	return readLimited(f, resolved, maxReadFile)
-}
+func (r *Root) ReadFile(resolved string) ([]byte, error) { return r.ReadLimited(resolved, maxReadFile) }
 
 // maxReadFile bounds ReadFile: what it reads (task files, go.mod) is
 // nowhere near it, and a larger file is not what the caller meant.

@@ -481,7 +481,7 @@ func TestAgentsDoNotWriteWhatStartsPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for _, name := range []string{".mcp.json", ".vscode/tasks.json", "sub/.Claude/settings.json", ".cursor/mcp.json", ".envrc", "editor/mcp.json"} {
+	for _, name := range []string{".mcp.json", ".vscode/tasks.json", "sub/.Claude/settings.json", ".cursor/mcp.json", ".envrc", "mise.toml", "editor/mcp.json"} {
 		if _, err := r.WriteFile(name, []byte(`{"servers":{"x":{"command":"touch"}}}`), true); op.KindOf(err) != op.KindDenied {
 			t.Errorf("agent wrote %s: %v", name, err)
 		}
@@ -502,5 +502,21 @@ func TestAgentsDoNotWriteWhatStartsPrograms(t *testing.T) {
 	defer person.Close()
 	if _, err := person.WriteFile(".vscode/mcp.json", []byte("{}"), false); err != nil {
 		t.Errorf("the person's write: %v", err)
+	}
+}
+
+// An agent whose root is itself inside such a directory writes nothing
+// there either.
+func TestAgentsRootedWhereProgramsStartWriteNothing(t *testing.T) {
+	root, _ := layout(t)
+	inside := filepath.Join(root, ".vscode", "sub")
+	os.MkdirAll(inside, 0o755)
+	r, err := For(&op.Env{Caller: op.Caller{Role: op.RoleAgent}, Roots: []string{inside}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.WriteFile("tasks.json", []byte("{}"), false); op.KindOf(err) != op.KindDenied {
+		t.Errorf("an agent rooted in .vscode wrote tasks.json: %v", err)
 	}
 }

@@ -99,16 +99,12 @@ func (r *Root) mayWriteIn(dir *os.Root, name string) error {
 			return protectedError(name, "it is inside lm's home "+home+" (allowlists, settings, secrets, the store)")
 		}
 	}
-	// The directory really written in, as a path from each of a confined
-	// caller's roots: a link to .vscode by another name leads there too.
-	for _, root := range r.confinedTo {
-		if real, err := filepath.EvalSymlinks(root); err == nil {
-			root = real
-		}
-		if rel, in := beneath(root, real); in {
-			if part, ok := startsPrograms(rel); ok {
-				return startsProgramsError(name, part)
-			}
+	// The directory really written in, the root's own path included: a
+	// link to .vscode by another name leads there too, and so does a root
+	// inside one.
+	if len(r.confinedTo) > 0 {
+		if part, ok := startsPrograms(real); ok {
+			return startsProgramsError(name, part)
 		}
 	}
 	for d := real; ; d = filepath.Dir(d) {
@@ -163,12 +159,15 @@ func existsError(name string) error {
 }
 
 // programStarters are the names in a project from which the person's own
-// tools start programs when they open it: MCP clients' server lists
-// (Claude Code's .mcp.json and .claude, Cursor's .cursor, VS Code's .vscode,
-// whose tasks can also run on opening a folder) and direnv's .envrc. An
-// agent that wrote one would have the person's next session run its
-// command, so an agent writes none; the person may.
-var programStarters = []string{".mcp.json", ".claude", ".cursor", ".vscode", ".envrc"}
+// tools start programs when they open it: MCP clients' and editors' server
+// and task lists (Claude Code's .mcp.json and .claude, Cursor's .cursor,
+// VS Code's .vscode, whose tasks can also run on opening a folder, Zed's
+// .zed, Gemini's .gemini, Codex's .codex), direnv's .envrc and mise's
+// configuration, whose hooks and env scripts run on entering the
+// directory. An agent that wrote one would have the person's next session
+// run its command, so an agent writes none; the person may.
+var programStarters = []string{".mcp.json", ".claude", ".cursor", ".vscode", ".zed", ".gemini", ".codex", ".envrc",
+	"mise.toml", ".mise.toml", ".mise", "mise.local.toml", ".mise.local.toml"}
 
 // startsPrograms returns the first component of a slash-separated name
 // that is one of programStarters.
