@@ -54,12 +54,15 @@ func (f Files) Record(s State) (remove func(), err error) {
 	}
 	data, _ := json.MarshalIndent(s, "", "  ")
 	if err := privatefile.Write(f.State(), append(data, '\n')); err != nil {
+		os.Remove(f.Pid())
 		return nil, err
 	}
 	return func() {
+		// In the reverse order: no reader sees a state file without its
+		// pid file.
 		if cur, ok, _ := f.Running(); ok && cur.Pid == s.Pid {
-			os.Remove(f.Pid())
 			os.Remove(f.State())
+			os.Remove(f.Pid())
 		}
 	}, nil
 }

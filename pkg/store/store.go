@@ -504,8 +504,10 @@ func flock(fd, how int) error {
 // blockedWaits counts this process's blocking waits for a store lock,
 // those left behind included: each holds an OS thread, so a process whose
 // every transaction times out on a lock held forever would otherwise
-// gather them without end. (Within a process one transaction at a time
-// waits per store, so only left-behind waits add up.)
+// gather them without end. The budget is the process's, for every store it
+// opens; within a process one transaction at a time waits per store, so
+// only left-behind waits add up, and a spent budget means locks held past
+// many timeouts: the next wait fails as one that timed out would.
 var blockedWaits = waitBudget{free: make(chan struct{}, 64)}
 
 type waitBudget struct{ free chan struct{} }
