@@ -206,6 +206,7 @@ func TestPostgresStoreCommands(t *testing.T) {
 		"UPDATE lm_queue_items SET ord = 7 WHERE status = 'pending'",
 		"INSERT INTO lm_queue_events (id, type, at, data) VALUES (-1, 'instruction.created', now(), '{}')",
 		"UPDATE lm_queue_agents SET agent = '{\"agent_id\": \"someone else\"}'",
+		"DELETE FROM lm_queue_counts WHERE slot = 15",
 	)
 	out, stderr, code := lmResult(t, env, "", "store", "check")
 	noSecret("lm store check on a damaged database", out+stderr)
@@ -220,6 +221,8 @@ func TestPostgresStoreCommands(t *testing.T) {
 		"an agent's record names another agent: worker",
 		"a pending instruction carries a consumer: 01BROKEN",
 		"instruction 01BROKEN cannot be read",
+		"lm_queue_counts must hold one row per slot (0 to 15): 15 rows",
+		"the events counted disagree with those stored",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lm store check does not report %q: %s", want, out)

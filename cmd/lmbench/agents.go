@@ -35,7 +35,7 @@ func agentsBench(lm string) error {
 		"from 8 concurrent clients, half with `lm queue add --jsonl` in batches of 100. Every instruction was delivered exactly once in each run "+
 		"(the benchmark fails otherwise). Latency is from just before an add is sent to the delivery that returns it; the rate is deliveries "+
 		"from the first add to the last delivery, adds/s the producers' own pace (first add to the last add's answer); memory is the gateway's "+
-		"resident set and gateway CPU its user and system time over the run, per delivery. The last row queues the instructions before the agents start, with no producers: how fast the agents take a full queue.\n\n", agentsInstructions)
+		"resident set and gateway CPU its user and system time over the run, per delivery. The row before the reference queues the instructions before the agents start, with no producers: how fast the agents take a full queue.\n\n", agentsInstructions)
 	fmt.Println("| agents | deliveries/s | adds/s | add → delivery p50 | p99 | max | gateway memory, peak | gateway CPU per delivery | target |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	var split []string

@@ -145,7 +145,8 @@ func (l *Log) Close() error {
 // locking and checking the file cost more than an MCP tool call, whose log
 // line must neither hold up its answer nor take the processor from the
 // next call. Close waits until every record is in the file; a process
-// killed outright loses at most the last batchDelay of records.
+// killed outright loses what is still queued: the last batchDelay of
+// records, more while another process holds the file's lock.
 type Shared struct {
 	path string
 	max  int64

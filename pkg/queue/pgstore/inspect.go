@@ -93,9 +93,9 @@ type Report struct {
 const maxProblems = 100
 
 // Check verifies what the schema promises and a constraint cannot state:
-// one schema row and one row of counters; each consumed instruction with
+// one schema row, one meta row and a row of counts per slot; each consumed instruction with
 // its agent and time, and no pending one with them; orders unique among
-// the pending; the counters equal to what is stored; event ids within the
+// the pending; the counts (instructions and events) equal to what is stored; event ids within the
 // sequence; and every record readable as lm reads it. It reads one
 // snapshot, so writers working meanwhile never show as damage. A schema
 // other than this lm's is an error (exit 6), not a problem: its
@@ -145,6 +145,14 @@ func Check(ctx context.Context, raw string) (Report, error) {
 var invariants = []struct{ what, query string }{
 	{"lm_schema must hold one row", `SELECT count(*) || ' rows' FROM lm_schema HAVING count(*) <> 1`},
 	{"lm_queue_meta must hold one row", `SELECT count(*) || ' rows' FROM lm_queue_meta HAVING count(*) <> 1`},
+	// A commit adds to the slot its backend picks: a missing slot drops
+	// what its commits count.
+	{"lm_queue_counts must hold one row per slot (0 to 15)", `SELECT count(*) || ' rows, slots ' || coalesce(string_agg(slot::text, ',' ORDER BY slot), 'none')
+		FROM lm_queue_counts HAVING count(*) <> ` + fmt.Sprint(countSlots) + ` OR min(slot) <> 0 OR max(slot) <> ` + fmt.Sprint(countSlots-1)},
+	// Trimming goes by the events counted: a count off by some drops kept
+	// events or keeps too many.
+	{"the events counted disagree with those stored", `SELECT (SELECT coalesce(sum(events), 0) FROM lm_queue_counts) || ' counted, ' || count(*) || ' stored'
+		FROM lm_queue_events HAVING count(*) <> (SELECT coalesce(sum(events), 0) FROM lm_queue_counts)`},
 	{"a consumed instruction lacks its agent or time", `SELECT id FROM lm_queue_items
 		WHERE status = 'consumed' AND (consumed_by IS NULL OR consumed_by = '' OR consumed_at IS NULL) ORDER BY id LIMIT 101`},
 	{"a pending instruction carries a consumer", `SELECT id FROM lm_queue_items

@@ -247,8 +247,9 @@ func (c *child) run(ctx context.Context) (err error) {
 	if proc != nil {
 		exited = proc.exited
 	}
-	// The session lives as long as ctx: the stdio transport binds its
-	// reader to the context given to Start.
+	// The session lives as long as ctx: a stdio session answers the
+	// child's requests within the context given to Start, and its reader
+	// ends with the child's output or Close.
 	cl := client.NewClient(tr)
 	cl.OnNotification(func(n mcp.JSONRPCNotification) { c.hub.upstreamNotification(c, n) })
 	// The legacy SSE transport waits for every answer on one stream: when
