@@ -70,3 +70,26 @@ func TestStoredTargetsKeepNoCredential(t *testing.T) {
 		t.Errorf("a bearer-only target kept as %+v", kept)
 	}
 }
+
+// A name is a credential's by its words: api_key, X-Auth-Token and
+// accessToken are; author, keyword and passage are not. A URL without one
+// is quoted as it was given, its query untouched.
+func TestCredentialNamesGoByWords(t *testing.T) {
+	for name, want := range map[string]bool{
+		"api_key": true, "X-Auth-Token": true, "accessToken": true, "apikey": true, "Authorization": true,
+		"code": true, "sig": true, "Cookie": true,
+		"author": false, "keyword": false, "passage": false, "monkey": false, "lang": false,
+	} {
+		if got := credentialName(name); got != want {
+			t.Errorf("credentialName(%q) = %v, want %v", name, got, want)
+		}
+	}
+	plain := Target{URL: "https://example.com/mcp?b=1&a=2&x"}
+	if got := plain.String(); got != plain.URL {
+		t.Errorf("a URL without credentials is quoted as %q", got)
+	}
+	secret := Target{URL: "https://example.com/mcp?b=1&api_key=hunter2"}
+	if got := secret.String(); strings.Contains(got, "hunter2") || !strings.Contains(got, "api_key=***") {
+		t.Errorf("a URL with a key is quoted as %q", got)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/op"
@@ -114,27 +115,65 @@ func (t Target) hidden() *strings.Replacer {
 		masked.User = url.UserPassword(u.User.Username(), "***")
 		quoted = strings.Replace(t.URL, ":"+password+"@", ":***@", 1) // net/http's own masking
 	}
-	q := u.Query()
+	q, secret := u.Query(), false
 	for k := range q {
 		if credentialName(k) {
 			q.Set(k, "***")
+			secret = true
 		}
 	}
-	masked.RawQuery = q.Encode()
+	if !secret && quoted == t.URL {
+		return strings.NewReplacer() // nothing to mask: the URL as given
+	}
+	if secret {
+		masked.RawQuery = q.Encode()
+	}
 	display := strings.ReplaceAll(masked.String(), "%2A%2A%2A", "***")
 	return strings.NewReplacer(t.URL, display, quoted, display, u.Redacted(), display)
 }
 
 // credentialName says whether a header or query parameter is named like
 // one that carries a credential.
+// It goes by whole words (api_key, X-Auth-Token, accessToken), so that
+// author, keyword or passage are not taken for one.
 func credentialName(name string) bool {
-	n := strings.ToLower(name)
-	for _, word := range []string{"key", "token", "secret", "pass", "auth", "cookie", "session", "credential", "signature"} {
-		if strings.Contains(n, word) {
+	if strings.EqualFold(name, "code") {
+		return true // an OAuth authorization code
+	}
+	for _, word := range nameWords(name) {
+		switch word {
+		case "key", "apikey", "token", "secret", "password", "passwd", "pass", "auth", "authorization",
+			"cookie", "session", "credential", "credentials", "signature", "sig":
 			return true
 		}
 	}
-	return n == "sig" || n == "code"
+	return false
+}
+
+// nameWords splits a header or parameter name into lower-case words, at
+// every character that is no letter or digit and before each upper-case
+// letter that follows a lower-case one.
+func nameWords(name string) []string {
+	var words []string
+	var word []rune
+	prev := rune(0)
+	for _, c := range name {
+		switch {
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			if len(word) > 0 {
+				words, word = append(words, string(word)), nil
+			}
+		case unicode.IsUpper(c) && unicode.IsLower(prev):
+			words, word = append(words, string(word)), []rune{unicode.ToLower(c)}
+		default:
+			word = append(word, unicode.ToLower(c))
+		}
+		prev = c
+	}
+	if len(word) > 0 {
+		words = append(words, string(word))
+	}
+	return words
 }
 
 // lookup resolves a server configured for the hub (servers.json) to a
