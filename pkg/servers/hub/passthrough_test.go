@@ -516,3 +516,31 @@ func TestStoppingAChildThatStoppedReading(t *testing.T) {
 		t.Fatal("stopping a child that stopped reading never returned")
 	}
 }
+
+// A child that stops reading its stdin holds no call past its timeout: the
+// call whose write it blocks, and every call queued behind that write,
+// fail when their time is up, and neither stays stuck until a stop.
+func TestCallsToAChildThatStoppedReadingTimeOut(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 1}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	postQuietly(url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deaf","arguments":{}}}`, nil)
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"` + strings.Repeat("x", 1<<20) + `"}}}`
+	small := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}`
+	answered := make(chan string, 2)
+	for _, body := range []string{big, small} {
+		go func() { _, b := postQuietly(url+"/mcp/raw", body, nil); answered <- b }()
+		time.Sleep(200 * time.Millisecond) // the big write fills the pipe first
+	}
+	for range 2 {
+		select {
+		case body := <-answered:
+			if !strings.Contains(body, `"error"`) && !strings.Contains(body, `"isError":true`) {
+				t.Errorf("a call to a child that reads nothing answered %.300s", body)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("a call to a child that stopped reading outlived its 1 s timeout by 20 s")
+		}
+	}
+}

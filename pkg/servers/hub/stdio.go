@@ -27,11 +27,21 @@ import (
 // passthrough's calls (call) go out as the bytes they came as and their
 // answers are never decoded here; the typed client's (SendRequest) decode
 // theirs once.
+//
+// A child may stop reading its stdin, and a write to it then blocks until
+// the session closes. So one goroutine (writeLines) writes every line, and
+// a call waits for it only as long as its context lets it: a call whose
+// time is up fails then, whether its line is written or not, instead of
+// holding its caller (and, behind it, every later call and the health
+// check's ping) until someone stops the server.
 type stdioConn struct {
 	in  io.WriteCloser
 	out *bufio.Reader
 
-	writeMu sync.Mutex // one line at a time on the child's stdin
+	// lines hands a line to writeLines, which writes it whole once it has
+	// taken it (a line cut short would garble the next) and reports the
+	// result on the line's channel.
+	lines chan outLine
 
 	mu      sync.Mutex
 	waiting map[string]chan []byte // the calls in progress by id (idKey), each for its answer's line
@@ -48,8 +58,17 @@ type stdioConn struct {
 
 var _ transport.BidirectionalInterface = (*stdioConn)(nil)
 
+// outLine is a line for the child and where its write's result goes.
+type outLine struct {
+	line    []byte
+	written chan error // buffered: its writer may have given up
+}
+
 func newStdioConn(out io.Reader, in io.WriteCloser) *stdioConn {
-	return &stdioConn{in: in, out: bufio.NewReaderSize(out, 64<<10), waiting: map[string]chan []byte{}, done: make(chan struct{})}
+	c := &stdioConn{in: in, out: bufio.NewReaderSize(out, 64<<10), waiting: map[string]chan []byte{}, done: make(chan struct{}),
+		lines: make(chan outLine)}
+	go c.writeLines()
+	return c
 }
 
 // Start reads the child's output until it ends.
@@ -57,6 +76,19 @@ func (c *stdioConn) Start(ctx context.Context) error {
 	c.ctx = ctx
 	go c.read()
 	return nil
+}
+
+// writeLines writes each line handed to it until the session is over.
+func (c *stdioConn) writeLines() {
+	for {
+		select {
+		case l := <-c.lines:
+			_, err := c.in.Write(l.line)
+			l.written <- err
+		case <-c.done:
+			return
+		}
+	}
 }
 
 func (c *stdioConn) read() {
@@ -105,18 +137,18 @@ func (c *stdioConn) route(line []byte) {
 // serveRequest answers a request of the child's (sampling, roots, a ping)
 // with the session client's handler, off the reading goroutine.
 func (c *stdioConn) serveRequest(req transport.JSONRPCRequest) {
-	handle := c.onRequest.Load()
-	if handle == nil {
-		c.writeMessage(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
-		return
-	}
 	go func() {
+		handle := c.onRequest.Load()
+		if handle == nil {
+			c.writeMessage(c.ctx, transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
+			return
+		}
 		res, err := (*handle)(c.ctx, req)
 		switch {
 		case err != nil:
-			c.writeMessage(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+			c.writeMessage(c.ctx, transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
 		case res != nil:
-			c.writeMessage(res)
+			c.writeMessage(c.ctx, res)
 		}
 	}()
 }
@@ -177,7 +209,7 @@ func (c *stdioConn) call(ctx context.Context, id []byte, line []byte) ([]byte, e
 		}
 		c.mu.Unlock()
 	}
-	if err := c.write(line); err != nil {
+	if err := c.write(ctx, line); err != nil {
 		forget()
 		return nil, err
 	}
@@ -199,28 +231,38 @@ func (c *stdioConn) call(ctx context.Context, id []byte, line []byte) ([]byte, e
 	}
 }
 
-// write sends one line (its newline added here) unless the session is over.
-func (c *stdioConn) write(line []byte) error {
+// write sends one line (its newline included) unless the session is over,
+// waiting for it no longer than ctx lets it. A line taken before ctx ends
+// is still written whole, after.
+func (c *stdioConn) write(ctx context.Context, line []byte) error {
+	l := outLine{line: line, written: make(chan error, 1)}
 	select {
+	case c.lines <- l:
+	case <-ctx.Done():
+		return fmt.Errorf("write to the server: %w", ctx.Err())
 	case <-c.done:
 		return transport.ErrTransportClosed
-	default:
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if _, err := c.in.Write(line); err != nil {
-		return fmt.Errorf("write to the server: %w", err)
+	select {
+	case err := <-l.written:
+		if err != nil {
+			return fmt.Errorf("write to the server: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("write to the server: %w", ctx.Err())
+	case <-c.done:
+		return transport.ErrTransportClosed
 	}
-	return nil
 }
 
 // writeMessage sends v as one line.
-func (c *stdioConn) writeMessage(v any) error {
+func (c *stdioConn) writeMessage(ctx context.Context, v any) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return c.write(append(line, '\n'))
+	return c.write(ctx, append(line, '\n'))
 }
 
 // SendRequest sends a request of the session's client and decodes its
@@ -253,7 +295,7 @@ func (c *stdioConn) SendNotification(ctx context.Context, n mcp.JSONRPCNotificat
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return c.writeMessage(n)
+	return c.writeMessage(ctx, n)
 }
 
 func (c *stdioConn) SetNotificationHandler(handle func(mcp.JSONRPCNotification)) {
@@ -267,8 +309,8 @@ func (c *stdioConn) SetRequestHandler(handle transport.RequestHandler) {
 // Close ends the session: calls in progress fail, and the child's stdin
 // closes (the process itself is the supervisor's to stop).
 //
-// It takes no write lock: a write blocked on a child that stopped reading
-// would hold it for ever, and closing the pipe is what ends that write.
+// It waits for no write: one blocked on a child that stopped reading would
+// last for ever, and closing the pipe is what ends it.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() { close(c.done) })
 	if err := c.in.Close(); err != nil && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {

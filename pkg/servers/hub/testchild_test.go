@@ -177,6 +177,7 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 //     a log notification; each answer's text is "pair " and the call's
 //     argument tag;
 //   - die exits (status 5) in the middle of its call;
+//   - deaf reads nothing more and answers nothing;
 //   - big answers a text of 10 MiB of "x", on one line;
 //   - echo answers "Echo: " and its argument message.
 func serveRaw() {
