@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -542,5 +543,23 @@ func TestCallsToAChildThatStoppedReadingTimeOut(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("a call to a child that stopped reading outlived its 1 s timeout by 20 s")
 		}
+	}
+}
+
+// A child that sends request after request without reading the answers
+// costs the gateway a bounded number of goroutines, not one per request.
+func TestAChildsFloodOfRequestsIsBounded(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 1}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	before := runtime.NumGoroutine()
+	go postQuietly(url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{}}}`, nil)
+	most := 0
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		most = max(most, runtime.NumGoroutine()-before)
+	}
+	if most > 1000 {
+		t.Errorf("a child's flood of requests took %d goroutines", most)
 	}
 }

@@ -42,6 +42,10 @@ type stdioConn struct {
 	// taken it (a line cut short would garble the next) and reports the
 	// result on the line's channel.
 	lines chan outLine
+	// serving bounds the child's requests being answered at once: each
+	// takes a goroutine, and a child that sends them without reading the
+	// answers must not make the gateway start them without end.
+	serving chan struct{}
 
 	mu      sync.Mutex
 	waiting map[string]chan []byte // the calls in progress by id (idKey), each for its answer's line
@@ -64,9 +68,13 @@ type outLine struct {
 	written chan error // buffered: its writer may have given up
 }
 
+// maxServing is how many of the child's requests are answered at once; a
+// request beyond it is dropped, as a line nobody can take.
+const maxServing = 16
+
 func newStdioConn(out io.Reader, in io.WriteCloser) *stdioConn {
 	c := &stdioConn{in: in, out: bufio.NewReaderSize(out, 64<<10), waiting: map[string]chan []byte{}, done: make(chan struct{}),
-		lines: make(chan outLine)}
+		lines: make(chan outLine), serving: make(chan struct{}, maxServing)}
 	go c.writeLines()
 	return c
 }
@@ -135,9 +143,16 @@ func (c *stdioConn) route(line []byte) {
 }
 
 // serveRequest answers a request of the child's (sampling, roots, a ping)
-// with the session client's handler, off the reading goroutine.
+// with the session client's handler, off the reading goroutine, unless
+// maxServing are being answered already.
 func (c *stdioConn) serveRequest(req transport.JSONRPCRequest) {
+	select {
+	case c.serving <- struct{}{}:
+	default:
+		return
+	}
 	go func() {
+		defer func() { <-c.serving }()
 		handle := c.onRequest.Load()
 		if handle == nil {
 			c.writeMessage(c.ctx, transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))

@@ -178,6 +178,7 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 //     argument tag;
 //   - die exits (status 5) in the middle of its call;
 //   - deaf reads nothing more and answers nothing;
+//   - flood sends 100,000 ping requests, then reads and answers nothing;
 //   - big answers a text of 10 MiB of "x", on one line;
 //   - echo answers "Echo: " and its argument message.
 func serveRaw() {
@@ -216,7 +217,7 @@ func serveRaw() {
 				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf"} {
+			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			answer(msg.ID, map[string]any{"tools": tools})
@@ -239,6 +240,12 @@ func serveRaw() {
 				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": text("fine"), "error": nil})
 			case "deaf":
 				select {} // reads nothing more, answers nothing
+			case "flood":
+				// Asks the hub 100,000 pings and reads none of the answers.
+				for n := range 100_000 {
+					send(map[string]any{"jsonrpc": "2.0", "id": "flood-" + strconv.Itoa(n), "method": "ping"})
+				}
+				select {}
 			default:
 				answer(msg.ID, text("Echo: "+msg.Params.Arguments["message"]))
 			}
