@@ -62,6 +62,10 @@ type child struct {
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the supervision loop ends
 	mirrored  mirrored
+	// refreshing is set while a goroutine re-reads the lists after the
+	// server said they changed, and refreshAgain when it said so again
+	// meanwhile: one reading at a time, however often it says so.
+	refreshing, refreshAgain bool
 }
 
 func newChild(h *Hub, name string, cfg *servers.Server) *child {

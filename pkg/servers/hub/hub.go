@@ -388,16 +388,7 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 		case mcp.MethodNotificationResourcesListChanged:
 			h.cache.Invalidate(c.name, "resources/read", "")
 		}
-		c.mu.Lock()
-		cl := c.session
-		c.mu.Unlock()
-		if cl != nil {
-			guard.Go(h.log, "refreshing the lists of server "+c.name, func() {
-				if err := h.mirror(h.ctx, c, cl); err != nil {
-					h.log.Warn("refreshing the server's lists", "server", c.name, "err", err)
-				}
-			})
-		}
+		h.refreshLists(c)
 	case mcp.MethodNotificationResourceUpdated:
 		uri, _ := params["uri"].(string)
 		h.cache.Invalidate(c.name, "resources/read", uri)
@@ -420,6 +411,53 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 			h.aggregate.SendNotificationToAllClients(n.Method, logged)
 		}
 	}
+}
+
+// refreshLists mirrors c's lists again, off the reading goroutine. A
+// server may say its lists changed without end: that costs one reading at
+// a time, and what it says during one makes one more, not one each.
+func (h *Hub) refreshLists(c *child) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshing {
+		c.refreshAgain = true
+		return
+	}
+	first := c.session
+	if first == nil {
+		return
+	}
+	c.refreshing = true
+	guard.Go(h.log, "refreshing the lists of server "+c.name, func() {
+		finished := false
+		defer func() {
+			if !finished { // a panic: the next change starts a reading again
+				c.mu.Lock()
+				c.refreshing, c.refreshAgain = false, false
+				c.mu.Unlock()
+			}
+		}()
+		for cl := first; cl != nil; cl = h.nextRefresh(c) {
+			if err := h.mirror(h.ctx, c, cl); err != nil {
+				h.log.Warn("refreshing the server's lists", "server", c.name, "err", err)
+			}
+		}
+		finished = true
+	})
+}
+
+// nextRefresh is the session to read c's lists from again, or nil when no
+// change came during the last reading (or the session ended), which ends
+// the refresh.
+func (h *Hub) nextRefresh(c *child) *client.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.refreshAgain || c.session == nil {
+		c.refreshing, c.refreshAgain = false, false
+		return nil
+	}
+	c.refreshAgain = false
+	return c.session
 }
 
 // Activity returns the recent proxied calls (oldest first) and a channel

@@ -546,20 +546,27 @@ func TestCallsToAChildThatStoppedReadingTimeOut(t *testing.T) {
 	}
 }
 
-// A child that sends request after request without reading the answers
-// costs the gateway a bounded number of goroutines, not one per request.
+// A child that sends request after request without reading the answers,
+// or says again and again that its tools changed, costs the gateway a
+// bounded number of goroutines, not one per message.
 func TestAChildsFloodOfRequestsIsBounded(t *testing.T) {
+	for _, tool := range []string{"flood", "churn"} {
+		t.Run(tool, func(t *testing.T) { floodFrom(t, tool) })
+	}
+}
+
+func floodFrom(t *testing.T, tool string) {
 	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 1}}}`)
 	if s := settled(t, h, "raw"); s.State != servers.Running {
 		t.Fatalf("raw: %+v", s)
 	}
 	before := runtime.NumGoroutine()
-	go postQuietly(url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{}}}`, nil)
+	go postQuietly(url+"/mcp/raw", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{}}}`, nil)
 	most := 0
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		most = max(most, runtime.NumGoroutine()-before)
 	}
 	if most > 1000 {
-		t.Errorf("a child's flood of requests took %d goroutines", most)
+		t.Errorf("a child's flood of %s took %d goroutines", tool, most)
 	}
 }

@@ -179,6 +179,8 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 //   - die exits (status 5) in the middle of its call;
 //   - deaf reads nothing more and answers nothing;
 //   - flood sends 100,000 ping requests, then reads and answers nothing;
+//   - churn sends 100,000 notifications/tools/list_changed, then reads and
+//     answers nothing;
 //   - big answers a text of 10 MiB of "x", on one line;
 //   - echo answers "Echo: " and its argument message.
 func serveRaw() {
@@ -217,7 +219,7 @@ func serveRaw() {
 				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood"} {
+			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood", "churn"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			answer(msg.ID, map[string]any{"tools": tools})
@@ -244,6 +246,13 @@ func serveRaw() {
 				// Asks the hub 100,000 pings and reads none of the answers.
 				for n := range 100_000 {
 					send(map[string]any{"jsonrpc": "2.0", "id": "flood-" + strconv.Itoa(n), "method": "ping"})
+				}
+				select {}
+			case "churn":
+				// Says its tools changed 100,000 times, then reads and
+				// answers nothing.
+				for range 100_000 {
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 				}
 				select {}
 			default:
