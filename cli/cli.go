@@ -24,6 +24,7 @@ import (
 	"lmtool.dev/lm/pkg/queue/pgstore"
 	"lmtool.dev/lm/pkg/servers"
 	"lmtool.dev/lm/pkg/store"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // Streams are the standard streams a run reads and writes.
@@ -129,9 +130,11 @@ func (a *app) exit(ctx context.Context, root *ucli.Command, err error) int {
 	if cmdName != "" && cmdName != "lm" {
 		prefix += cmdName + ": "
 	}
-	fmt.Fprintf(a.streams.Err, "%s%s\n", prefix, env.Error)
+	// A message may quote what a server, a file or a repository said:
+	// what a terminal would run in it is shown instead.
+	fmt.Fprintf(a.streams.Err, "%s%s\n", prefix, table.Printable(env.Error))
 	if env.Suggestion != "" {
-		fmt.Fprintf(a.streams.Err, "lm: hint: %s\n", env.Suggestion)
+		fmt.Fprintf(a.streams.Err, "lm: hint: %s\n", table.Printable(env.Suggestion))
 	}
 	return env.ExitCode
 }

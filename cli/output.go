@@ -134,7 +134,7 @@ func (p *presenter) text(t table.Texter) error {
 // status writes lines about a result on stderr.
 func (p *presenter) status(s string) {
 	for _, line := range strings.Split(s, "\n") {
-		fmt.Fprintf(p.err, "lm: %s\n", line)
+		fmt.Fprintf(p.err, "lm: %s\n", table.Printable(line))
 	}
 }
 
@@ -158,7 +158,7 @@ func (p *presenter) progress(_, _ float64, message string) {
 		return
 	}
 	p.lastMsg = message
-	fmt.Fprintf(p.err, "lm: %s… (Ctrl+C to stop waiting)\n", message)
+	fmt.Fprintf(p.err, "lm: %s… (Ctrl+C to stop waiting)\n", table.Printable(message))
 }
 
 // forPeople wires a person's terminal into env: progress lines on a

@@ -11,6 +11,7 @@ import (
 
 	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // open resolves the input's target and connects to it.
@@ -69,7 +70,7 @@ func progressReporter(env *op.Env, tool string) func(Progress) {
 			line += fmt.Sprintf("/%g", p.Total)
 		}
 		if p.Message != "" {
-			line += " " + p.Message
+			line += " " + table.Printable(p.Message) // the server's words
 		}
 		if tty {
 			// Rewrite the line in place; the next output starts on a new one.
