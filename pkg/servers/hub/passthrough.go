@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -480,6 +481,12 @@ func (h *Hub) sendRaw(ctx context.Context, conn *stdioConn, tool string, argumen
 	}
 	if f.Result == nil {
 		return rawResult("null"), nil
+	}
+	if !utf8.Valid(f.Result) {
+		// JSON is UTF-8, and the line was checked to be JSON but not that:
+		// bytes that are no UTF-8 can only be inside strings, where U+FFFD
+		// takes their place, as it does in what the typed path sends.
+		return rawResult(bytes.ToValidUTF8(f.Result, []byte("\uFFFD"))), nil
 	}
 	return rawResult(f.Result), nil
 }

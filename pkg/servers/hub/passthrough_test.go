@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -568,5 +569,24 @@ func floodFrom(t *testing.T, tool string) {
 	}
 	if most > 1000 {
 		t.Errorf("a child's flood of %s took %d goroutines", tool, most)
+	}
+}
+
+// A child's answer that is not UTF-8 reaches the caller as the typed path
+// would send it, valid UTF-8 with U+FFFD in place of what was not: JSON is
+// UTF-8, and a strict client refuses the whole answer otherwise.
+func TestPassthroughSendsUTF8Only(t *testing.T) {
+	h, url := startHub(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true}}}`)
+	if s := settled(t, h, "raw"); s.State != servers.Running {
+		t.Fatalf("raw: %+v", s)
+	}
+	for _, endpoint := range []struct{ path, prefix string }{{"/mcp/raw", ""}, {"/mcp", "raw__"}} {
+		_, body := post(t, url+endpoint.path, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+endpoint.prefix+`latin1","arguments":{}}}`, nil)
+		if !utf8.ValidString(body) {
+			t.Errorf("%s: the answer is not UTF-8: %q", endpoint.path, body)
+		}
+		if _, text := resultText(t, body); text != "caf\uFFFD" {
+			t.Errorf("%s: the text came as %q", endpoint.path, text)
+		}
 	}
 }

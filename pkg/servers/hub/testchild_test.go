@@ -179,6 +179,7 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 //   - die exits (status 5) in the middle of its call;
 //   - deaf reads nothing more and answers nothing;
 //   - flood sends 100,000 ping requests, then reads and answers nothing;
+//   - latin1 answers a text whose é is the one byte Latin-1 has for it;
 //   - churn sends 100,000 notifications/tools/list_changed, then reads and
 //     answers nothing;
 //   - big answers a text of 10 MiB of "x", on one line;
@@ -219,7 +220,7 @@ func serveRaw() {
 				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood", "churn"} {
+			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood", "churn", "latin1"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			answer(msg.ID, map[string]any{"tools": tools})
@@ -248,6 +249,10 @@ func serveRaw() {
 					send(map[string]any{"jsonrpc": "2.0", "id": "flood-" + strconv.Itoa(n), "method": "ping"})
 				}
 				select {}
+			case "latin1":
+				// Text in Latin-1, which is no UTF-8: what JSON must be.
+				out.WriteString(`{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"content":[{"type":"text","text":"caf` + "\xe9" + `"}]}}` + "\n")
+				out.Flush()
 			case "churn":
 				// Says its tools changed 100,000 times, then reads and
 				// answers nothing.
