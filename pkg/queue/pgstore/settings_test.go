@@ -139,3 +139,24 @@ func TestSettingsChangedElsewhereAreTheOnesUsed(t *testing.T) {
 		})
 	}
 }
+
+// A transaction whose connection is gone before the settings it took are
+// confirmed fails with the connection's error, counts and all: the counts
+// the confirmation would have read are not there.
+func TestConnectionLostBeforeTheConfirmationFails(t *testing.T) {
+	ctx := context.Background()
+	s, conn, _ := tracedOpen(t)
+	if err := s.Update(ctx, func(tx queue.Tx) error { return tx.PutSettings(queue.DefaultSettings()) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(ctx, func(tx queue.Tx) error { tx.Settings(); return tx.Err() }); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	lost := &tx{ctx: ctx, s: s, conn: conn, write: true, cached: true}
+	lost.Settings()
+	lost.LastOrder()
+	if pending, _ := lost.Counts(); pending != 0 || lost.Err() == nil {
+		t.Fatalf("counts %d on a lost connection (%v), want 0 and its error", pending, lost.Err())
+	}
+}

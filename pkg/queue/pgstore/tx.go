@@ -282,7 +282,7 @@ func (t *tx) Counts() (pending, consumed int) {
 		// The settings' confirmation reads them.
 		t.fail(t.pipeline())
 	}
-	if t.stored == nil && t.err == nil {
+	if t.stored == nil {
 		var stored counted
 		if err := t.queryRow("SELECT "+sumCounts, nil, &stored.pending, &stored.consumed); err != nil {
 			t.fail(err)
