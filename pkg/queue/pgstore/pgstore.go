@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -48,6 +49,8 @@ type Storage struct {
 	shown    string // the URL with its password masked
 	identity string
 	hub      hub
+	// known are the settings this process read last (see settings.go).
+	known atomic.Pointer[knownSettings]
 }
 
 // Redact masks the password of a database URL, for every message and log:
@@ -134,13 +137,27 @@ func (s *Storage) Close() {
 func (s *Storage) Identity() string { return s.identity }
 
 // Update runs fn in one READ COMMITTED transaction (see [tx] for how it
-// spares round trips). A deadlock or
-// serialization failure PostgreSQL reports is retried from the start a few
-// times, since fn only reads and writes through the transaction.
+// spares round trips).
 func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
+	return s.attempts(ctx, fn)
+}
+
+// View runs fn on reads that see what is committed as each starts. It
+// reads the settings afresh: running it again, as a write may be, would
+// not do for a caller that gathers what it reads across calls.
+func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
+	return s.run(ctx, &tx{ctx: ctx, s: s}, fn)
+}
+
+// attempts runs fn again, from the start, a few times when running it
+// again may succeed: after a deadlock or serialization failure PostgreSQL
+// reported, or settings another process changed (see settings.go), which
+// an attempt after the first reads afresh. That is safe since fn only
+// reads and writes through the transaction.
+func (s *Storage) attempts(ctx context.Context, fn func(queue.Tx) error) error {
 	var err error
-	for range 5 {
-		err = s.run(ctx, true, fn)
+	for attempt := range 5 {
+		err = s.run(ctx, &tx{ctx: ctx, s: s, write: true, cached: attempt == 0}, fn)
 		if !retryable(err) {
 			break
 		}
@@ -148,11 +165,7 @@ func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
 	return err
 }
 
-func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
-	return s.run(ctx, false, fn)
-}
-
-func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) error {
+func (s *Storage) run(ctx context.Context, t *tx, fn func(queue.Tx) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fault(err)
@@ -163,13 +176,21 @@ func (s *Storage) run(ctx context.Context, write bool, fn func(queue.Tx) error) 
 	// A read runs without a transaction, and a write opens one only when
 	// it must (see tx): at READ COMMITTED each statement sees what is
 	// committed when it starts, inside one or not.
-	t := &tx{ctx: ctx, s: s, conn: conn.Conn(), write: write}
+	t.conn = conn.Conn()
 	err = fn(t)
 	if err == nil {
 		err = t.err
 	}
-	if err == nil && write {
+	if err == nil && t.unconfirmed != nil {
+		// fn sent nothing after taking the settings: what it did
+		// stands once they are confirmed.
+		err = t.pipeline()
+	}
+	if err == nil && t.write {
 		err = t.commit()
+	}
+	if err == nil && t.putSettings {
+		s.known.Store(nil)
 	}
 	if err != nil {
 		t.rollback()
@@ -228,9 +249,9 @@ func connectionClass(code string) bool {
 	return code[:2] == "08" || code == "57P01" || code == "57P02" || code == "57P03"
 }
 
-// retryable is a deadlock or serialization failure: the transaction may
-// succeed when run again.
+// retryable is a deadlock or serialization failure, or settings changed
+// under the transaction: it may succeed when run again.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+	return errors.Is(err, errStaleSettings) || errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
 }

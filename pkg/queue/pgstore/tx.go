@@ -28,8 +28,10 @@ const orderLock = 0x6c6d_7175_6575_65 // "lmqueue"
 // statement. Writes whose result no one reads wait in queued and go with
 // the next statement, and the last of them with the COMMIT — or, in a
 // transaction never opened, as one batch, which PostgreSQL runs as one
-// implicit transaction. A claim takes three round trips, an
-// acknowledgement two.
+// implicit transaction. The settings every transaction reads first come
+// from the process's last read and are confirmed with the next statement
+// (see settings.go). A claim takes two round trips, an acknowledgement
+// two.
 type tx struct {
 	ctx  context.Context
 	s    *Storage // whose watchers a held-back read signals; may be nil
@@ -50,10 +52,18 @@ type tx struct {
 	events  pendingEvents
 	counted counted
 	// settings and stored cache the settings and the stored counts, read
-	// together with the BEGIN.
+	// together, with the BEGIN or with the settings' confirmation.
 	settings *queue.Settings
 	loaded   bool
 	stored   *counted
+	// cached lets the transaction take the settings the process read
+	// last; unconfirmed holds them, as stored, until the database
+	// confirms them (see settings.go).
+	cached      bool
+	unconfirmed []byte
+	// putSettings says the transaction stores settings: once it
+	// commits, the process's last read is out of date.
+	putSettings bool
 }
 
 func (t *tx) Err() error { return t.err }
@@ -97,6 +107,9 @@ func (t *tx) pipeline(more ...*pgx.QueuedQuery) error {
 	if (t.opened || len(t.queued) > 0) && !t.begun {
 		qs = append(qs, &pgx.QueuedQuery{SQL: "BEGIN ISOLATION LEVEL READ COMMITTED READ WRITE"})
 		t.begun = true
+	}
+	if t.unconfirmed != nil {
+		qs = append(qs, t.confirmation())
 	}
 	qs = append(append(qs, t.queued...), more...)
 	t.queued = nil
@@ -173,9 +186,9 @@ func (t *tx) records(sql string, args ...any) []queue.Record {
 	return collect(t, scanRecord, sql, args...)
 }
 
-// Settings reads the settings, and the stored counts with them: every
-// transaction asks for the settings first (see queue's newTx), so this is
-// its first round trip, the one that carries the BEGIN.
+// Settings are the settings the process read last, confirmed with the
+// transaction's next statement (see settings.go); without them, a read of
+// the settings and the stored counts together, which carries the BEGIN.
 func (t *tx) Settings() (queue.Settings, bool) {
 	if t.loaded {
 		if t.settings == nil {
@@ -183,22 +196,26 @@ func (t *tx) Settings() (queue.Settings, bool) {
 		}
 		return *t.settings, true
 	}
-	// A setting stored before it existed has its default.
+	if k := t.known(); k != nil {
+		s := k.settings
+		t.loaded, t.settings, t.unconfirmed = true, &s, k.raw
+		return s, true
+	}
 	s := queue.DefaultSettings()
 	var (
 		raw    []byte
 		stored counted
 	)
-	err := t.queryRow("SELECT (SELECT settings FROM lm_queue_settings), "+sumCounts, nil,
-		&raw, &stored.pending, &stored.consumed)
+	err := t.queryRow(readSettings, nil, &raw, &stored.pending, &stored.consumed)
 	if err == nil && raw != nil {
-		err = json.Unmarshal(raw, &s)
+		s, err = parseSettings(raw)
 	}
 	t.fail(err)
 	if err != nil {
 		return s, false
 	}
 	t.loaded, t.stored = true, &stored
+	t.s.remember(raw, s)
 	if raw == nil {
 		return s, false
 	}
@@ -211,7 +228,7 @@ func (t *tx) PutSettings(s queue.Settings) error {
 	if err != nil {
 		return err
 	}
-	t.settings, t.loaded = &s, true
+	t.settings, t.loaded, t.putSettings = &s, true, true
 	t.later(`INSERT INTO lm_queue_settings (one, settings) VALUES (true, $1)
 		ON CONFLICT (one) DO UPDATE SET settings = excluded.settings`, raw)
 	return nil
@@ -261,6 +278,10 @@ func (t *tx) Position(order uint64) int {
 // would read every pending instruction on every claim), as read with the
 // settings or since the order lock, plus this transaction's own changes.
 func (t *tx) Counts() (pending, consumed int) {
+	if t.stored == nil && t.unconfirmed != nil {
+		// The settings' confirmation reads them.
+		t.fail(t.pipeline())
+	}
 	if t.stored == nil {
 		var stored counted
 		if err := t.queryRow("SELECT "+sumCounts, nil, &stored.pending, &stored.consumed); err != nil {
