@@ -89,9 +89,9 @@ func agentsBench(lm string) error {
 		"delivery (the MCP call, the claim, the HTTP add) is a small part of a delivery's time: calls wait on durable commits. A call " +
 		"that comes while a round is being committed waits for it and the next, and a round hands out as many instructions as it finds " +
 		"calls waiting, so the agents' pace is the calls waiting per round over the time of a commit; the queued-before row measures it " +
-		"without producers. With producers, deliveries/s follows adds/s: the agents keep up, and the producers — each HTTP add " +
-		"waiting for its commit, each `lm queue add` process starting and taking the store's lock between the gateway's commits — set " +
-		"the pace and most of the latency.")
+		"without producers. With producers, the rounds share the store's commits with the HTTP adds, and each `lm queue add` takes " +
+		"the store's lock between them: when the agents take fewer per commit than the producers add, a backlog grows until the adds " +
+		"stop, and the tail is the wait in it.")
 	fmt.Println()
 	return nil
 }

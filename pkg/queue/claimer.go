@@ -158,12 +158,8 @@ func (c *claimer) run(env *op.Env) {
 			c.mu.Unlock()
 			return
 		}
-		ws := slices.Clone(c.waiters)
-		for _, w := range ws {
-			w.inRound = true
-		}
 		c.mu.Unlock()
-		looks, err := round(ws)
+		ws, looks, err := round(env, c.gather)
 		c.settle(ws, looks, err)
 		select {
 		case <-changes:
@@ -181,14 +177,34 @@ type look struct {
 	passed   bool        // superseded or gone: it takes nothing
 }
 
-// round runs one transaction over the waiting calls, oldest first: each
-// call still wanted — not superseded, its caller still there — gets the
-// head of the queue while there is one, consumed for its agent; a call at
-// its first look that gets none is recorded as waiting. A caller that goes
-// away before the commit takes nothing: the round runs again without it.
-func round(ws []*waiter) ([]look, error) {
-	env := ws[0].env
-	looks := make([]look, len(ws))
+// gather takes the calls waiting now into the round being made, oldest
+// first. It runs inside the round's transaction, not before it: a round
+// waits for the commit in progress, often as long as the agents take to
+// come back with their next call, and those that come meanwhile are in it
+// instead of waiting for the next round and its commit. A call in a round
+// stays in the waiting list until settled, so when the transaction runs
+// again the calls gathered are those of the run before and any that came
+// since, in the same order.
+func (c *claimer) gather() []*waiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ws := slices.Clone(c.waiters)
+	for _, w := range ws {
+		w.inRound = true
+	}
+	return ws
+}
+
+// round runs one transaction over the calls gather gives when it runs,
+// oldest first: each call still wanted — not superseded, its caller still
+// there — gets the head of the queue while there is one, consumed for its
+// agent; a call at its first look that gets none is recorded as waiting. A
+// caller that goes away before the commit takes nothing: the round runs
+// again without it. It returns the calls it settled on with what it found
+// for each.
+func round(env *op.Env, gather func() []*waiter) ([]*waiter, []look, error) {
+	var ws []*waiter
+	var looks []look
 	for {
 		gaveUp := false
 		// The store's own lock timeout ends a wait on a lock held
@@ -198,7 +214,8 @@ func round(ws []*waiter) ([]look, error) {
 		err := update(ctx, env, func(t *tx) error {
 			// This may run more than once (see Storage.Update): it
 			// sets its results afresh each time.
-			clear(looks)
+			ws = gather()
+			looks = make([]look, len(ws))
 			gaveUp = false
 			settings := t.settings()
 			wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
@@ -247,8 +264,14 @@ func round(ws []*waiter) ([]look, error) {
 			return nil
 		})
 		cancel()
+		if err != nil && ws == nil {
+			// The transaction failed before it ran (the lock, the
+			// file): the error is every waiting call's.
+			ws = gather()
+			looks = make([]look, len(ws))
+		}
 		if !gaveUp {
-			return looks, err
+			return ws, looks, err
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/testkit"
 )
@@ -39,6 +41,12 @@ func pendingContents(t *testing.T, env *op.Env) []string {
 	return contents
 }
 
+// roundOf runs a round over ws.
+func roundOf(env *op.Env, ws ...*waiter) ([]look, error) {
+	_, looks, err := round(env, func() []*waiter { return ws })
+	return looks, err
+}
+
 func handed(l look) string {
 	if l.out == nil {
 		return ""
@@ -54,7 +62,7 @@ func TestRoundPassesOverASupersededCall(t *testing.T) {
 	older := lookedCall(context.Background(), env, "superseded-agent")
 	newer := lookedCall(context.Background(), env, "superseded-agent")
 	add(t, env, "x")
-	looks, err := round([]*waiter{older, newer})
+	looks, err := roundOf(env, older, newer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,7 @@ func TestRoundHandsNothingToAGoneCaller(t *testing.T) {
 	gone := lookedCall(ctx, env, "gone")
 	live := lookedCall(context.Background(), env, "live")
 	add(t, env, "x")
-	looks, err := round([]*waiter{gone, live})
+	looks, err := roundOf(env, gone, live)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,7 @@ func TestRoundHandsNothingToAGoneCaller(t *testing.T) {
 		t.Fatalf("gone caller %+v, live caller got %q", looks[0], handed(looks[1]))
 	}
 	add(t, env, "y")
-	if looks, err = round([]*waiter{gone}); err != nil || !looks[0].passed {
+	if looks, err = roundOf(env, gone); err != nil || !looks[0].passed {
 		t.Fatalf("gone caller alone: %+v, %v", looks[0], err)
 	}
 	if got := pendingContents(t, env); len(got) != 1 || got[0] != "y" {
@@ -113,7 +121,7 @@ func TestRoundRollsBackAClaimWhoseCallerLeftBeforeTheCommit(t *testing.T) {
 	w := lookedCall(&leavingCtx{Context: context.Background()}, env, "leaving")
 	add(t, env, "x")
 	before, _ := LastEvent(context.Background(), env)
-	looks, err := round([]*waiter{w})
+	looks, err := roundOf(env, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +222,70 @@ func TestDeliveryAwaitsAcknowledgementOnlyWhereTheFaceTells(t *testing.T) {
 	}
 	if r := record(out.Instruction.ID); r.Unacknowledged || r.Consumer != nil {
 		t.Fatalf("a face that cannot tell: unacknowledged %v, consumer %v", r.Unacknowledged, r.Consumer)
+	}
+}
+
+// A call that comes while the claimer's round waits for the commit in
+// progress is in that round: with two instructions pending, both calls get
+// theirs in one transaction, not the second in a round of its own after
+// the first round's commit.
+func TestRoundTakesTheCallsThatCameWhileItWaitedForACommit(t *testing.T) {
+	env := testkit.Env(t)
+	wait := 60
+	if _, err := Config(context.Background(), env, ConfigInput{DefaultWaitSeconds: &wait}); err != nil {
+		t.Fatal(err)
+	}
+	add(t, env, "first", "second")
+	// Every transaction reads a time of its own.
+	var ticks atomic.Int64
+	base := time.Now()
+	env.Now = func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	go env.Store.Batch(context.Background(), func(*bolt.Tx) error {
+		close(entered)
+		<-release
+		return nil
+	})
+	<-entered
+	c, err := claimerOf(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		for {
+			c.mu.Lock()
+			got := len(c.waiters)
+			c.mu.Unlock()
+			if got == n {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	answers := make(chan NextOutput, 2)
+	call := func(agent string) {
+		go func() {
+			out, err := Next(context.Background(), env, NextInput{AgentID: agent})
+			if err != nil {
+				t.Error(err)
+			}
+			answers <- out
+		}()
+	}
+	call("a")
+	waiting(1)
+	// Time for a claimer that takes its calls before the commit to start
+	// its round with this one alone.
+	time.Sleep(50 * time.Millisecond)
+	call("b")
+	waiting(2)
+	close(release)
+	a, b := <-answers, <-answers
+	if a.Instruction == nil || b.Instruction == nil {
+		t.Fatalf("answers %+v, %+v", a, b)
+	}
+	if !a.Instruction.ConsumedAt.Equal(b.Instruction.ConsumedAt) {
+		t.Fatalf("consumed at %s and %s: in two transactions", a.Instruction.ConsumedAt, b.Instruction.ConsumedAt)
 	}
 }
