@@ -256,19 +256,26 @@ func TestAgentsDoNotReadLMsHome(t *testing.T) {
 // refused, one swapped for a link inside is followed, and a directory
 // swapped for a link out leads nowhere: what the opener still reads is in
 // the directory it kept.
+// openerIn opens root and an opener of it, both closed when t ends.
+func openerIn(t *testing.T, root string) *Opener {
+	t.Helper()
+	r, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	o := r.Opener()
+	t.Cleanup(func() { o.Close() })
+	return o
+}
+
 func TestOpenerOpensWhatOpenFDWould(t *testing.T) {
 	root, outside := layout(t)
 	for _, name := range []string{"a.txt", "b.txt", "c.txt", "d.txt"} {
 		os.WriteFile(filepath.Join(root, "d", name), []byte(name), 0o644)
 	}
 	os.WriteFile(filepath.Join(outside, "e.txt"), []byte(secret), 0o644)
-	r, err := Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	o := r.Opener()
-	defer o.Close()
+	o := openerIn(t, root)
 	read := func(name string) (string, error) {
 		fd, err := o.OpenFD(name)
 		if err != nil {
@@ -383,13 +390,7 @@ func TestOpenerRefusesDotDotOut(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "d", "e"), 0o755)
 	os.WriteFile(filepath.Join(root, "d", "e", "a.txt"), nil, 0o644)
 	os.WriteFile(filepath.Join(root, "d", "e", "b.txt"), nil, 0o644)
-	r, err := Open(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	o := r.Opener()
-	defer o.Close()
+	o := openerIn(t, root)
 	opened := func(name string) (string, error) {
 		fd, err := o.OpenFD(name)
 		if err != nil {
@@ -406,7 +407,7 @@ func TestOpenerRefusesDotDotOut(t *testing.T) {
 			t.Fatal(name, err)
 		}
 	}
-	if real, err := opened("d/e/.."); err != nil || real != filepath.Join(r.Dir, "d") {
+	if real, err := opened("d/e/.."); err != nil || real != filepath.Join(o.root.Dir, "d") {
 		t.Errorf("d/e/..: %s, %v, want the root's d", real, err)
 	}
 	if err := os.Rename(filepath.Join(root, "d", "e"), filepath.Join(outside, "e")); err != nil {
