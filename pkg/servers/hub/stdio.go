@@ -248,13 +248,15 @@ func (c *stdioConn) call(ctx context.Context, id []byte, line []byte) ([]byte, e
 
 // write sends one line (its newline included) unless the session is over,
 // waiting for it no longer than ctx lets it. A line taken before ctx ends
-// is still written whole, after.
+// is still written whole, after. A call that ends while its line waits is
+// answered ctx's error as it stands, as one ending while its answer is
+// awaited is: the caller cannot tell, nor need to, which wait it left.
 func (c *stdioConn) write(ctx context.Context, line []byte) error {
 	l := outLine{line: line, written: make(chan error, 1)}
 	select {
 	case c.lines <- l:
 	case <-ctx.Done():
-		return fmt.Errorf("write to the server: %w", ctx.Err())
+		return ctx.Err()
 	case <-c.done:
 		return transport.ErrTransportClosed
 	}
@@ -265,7 +267,7 @@ func (c *stdioConn) write(ctx context.Context, line []byte) error {
 		}
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("write to the server: %w", ctx.Err())
+		return ctx.Err()
 	case <-c.done:
 		return transport.ErrTransportClosed
 	}
