@@ -14,11 +14,26 @@ import (
 
 // A call the claimer just answered in this process that comes straight
 // back is in the next round with the call that waited meanwhile, not in a
-// round and commit of its own after it. One processor makes it certain
-// the answered call has run by the time the claimer lets it; the round
-// ahead is held on a lock of the counts so the other call comes while it
-// runs.
+// round and commit of its own after it. One processor means the answered
+// call runs whenever the claimer yields; the round ahead is held on a lock
+// of the counts so the other call comes while it runs. The scheduler does
+// not promise to run the answered call before the claimer again (now and
+// then it looks first at its global queue, where the yield puts the
+// claimer), so the test asks for it in one of three tries; before the
+// yield it failed every time.
 func TestCallAnsweredComesBackIntoTheNextRound(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for range 3 {
+		if answeredComesBackIntoTheNextRound(t) {
+			return
+		}
+	}
+	t.Fatal("in three tries, the call answered and the call that waited were never in one round")
+}
+
+// answeredComesBackIntoTheNextRound says whether the call answered came
+// back into the round of the call that waited.
+func answeredComesBackIntoTheNextRound(t *testing.T) bool {
 	env := migrated(t)
 	ctx := context.Background()
 	wait := 60
@@ -45,8 +60,6 @@ func TestCallAnsweredComesBackIntoTheNextRound(t *testing.T) {
 	if _, err := held.Exec(ctx, "SELECT 1 FROM lm_queue_counts FOR UPDATE"); err != nil {
 		t.Fatal(err)
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-
 	answers := make(chan queue.NextOutput, 3)
 	next := func(agent string) {
 		out, err := queue.Next(ctx, env, queue.NextInput{AgentID: agent})
@@ -72,6 +85,8 @@ func TestCallAnsweredComesBackIntoTheNextRound(t *testing.T) {
 		}
 	}
 	if !second.Instruction.ConsumedAt.Equal(third.Instruction.ConsumedAt) {
-		t.Fatalf("the calls after the first consumed at %s and %s: in two rounds", second.Instruction.ConsumedAt, third.Instruction.ConsumedAt)
+		t.Logf("the calls after the first consumed at %s and %s: in two rounds", second.Instruction.ConsumedAt, third.Instruction.ConsumedAt)
+		return false
 	}
+	return true
 }
