@@ -37,6 +37,9 @@ func postgresBench(lm string) error {
 	if err := claimThroughput(cluster); err != nil {
 		return err
 	}
+	if os.Getenv("LMBENCH_PG_ONLY") == "claims" {
+		return nil
+	}
 	fmt.Println()
 	if err := remoteWakeup(cluster, lm); err != nil {
 		return err
@@ -99,7 +102,8 @@ func agentsOnGateways(cluster *pgtest.Cluster, lm string, n, agents int) (agentl
 
 const benchClaimers = 8
 
-// benchClaims and wakeupTrials can be lowered on a busy machine.
+// benchClaims and wakeupTrials can be lowered on a busy machine;
+// LMBENCH_PG_ONLY=claims runs the claim race alone, to repeat it.
 var (
 	benchClaims  = envInt("LMBENCH_PG_CLAIMS", 2000)
 	wakeupTrials = envInt("LMBENCH_PG_WAKEUPS", 100)

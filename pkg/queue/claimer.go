@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -152,6 +153,12 @@ func (c *claimer) run(env *op.Env) {
 	}
 	defer unsubscribe()
 	for {
+		// The calls the last round answered in this process are ready
+		// to run: letting them come back first puts them in this round
+		// rather than the next one, after this one's commit. It comes
+		// before the look at who waits, so a round does not start for
+		// calls that left meanwhile.
+		runtime.Gosched()
 		c.mu.Lock()
 		if len(c.waiters) == 0 {
 			c.running = false
