@@ -89,7 +89,7 @@ func Write(w io.Writer, t Table, o Options) error {
 	for _, f := range t.Summary {
 		value := o.cell(f.Value, nil)
 		if s, ok := deref(f.Value).(string); ok {
-			value = Printable(strings.TrimSpace(s)) // a summary line has room for a whole path or message
+			value = printableLine(strings.TrimSpace(s)) // a summary line has room for a whole path or message
 		}
 		fmt.Fprintf(&b, "%s  %s\n", pad(f.Name+":", nameWidth+1), value)
 	}
@@ -237,13 +237,13 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 		return "-"
 	case ID:
 		if short, ok := abbrev[v]; ok {
-			return Printable(short)
+			return printableLine(short)
 		}
-		return Printable(string(v))
+		return printableLine(string(v))
 	case State:
-		return o.colourState(Printable(string(v)))
+		return o.colourState(printableLine(string(v)))
 	case string:
-		return Printable(firstLine(v))
+		return printableLine(firstLine(v))
 	case bool:
 		if v {
 			return "yes"
@@ -257,7 +257,7 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 	case time.Duration:
 		return Duration(v)
 	}
-	return Printable(fmt.Sprint(v))
+	return printableLine(fmt.Sprint(v))
 }
 
 // deref follows pointers; a nil pointer is nil.

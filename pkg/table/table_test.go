@@ -155,3 +155,26 @@ func TestTSVOnATerminalEscapesWhatItWouldInterpret(t *testing.T) {
 		t.Errorf("piped got\n%q, want\n%q", piped.String(), want)
 	}
 }
+
+// A line of a table is lm's: a branch, job error or server name with a
+// line break in it shows the break as \n rather than making a summary line
+// or a row of its own that lm never wrote.
+func TestANameCannotFakeALine(t *testing.T) {
+	var b strings.Builder
+	err := Write(&b, Table{
+		Summary: []Field{{"branch", "main\nahead:  3"}, {"state", State("ok\nfaked:  yes")}},
+		Columns: []string{"ID", "STATE", "SIZE"},
+		Rows:    [][]any{{ID("j_1\nj_2"), State("done\r\nfailed"), label("1\n2")}},
+	}, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "branch:  main\\nahead:  3\n" +
+		"state:   ok\\nfaked:  yes\n" +
+		"\n" +
+		"ID        STATE               SIZE\n" +
+		"j_1\\nj_2  done\\u000d\\nfailed  1\\n2\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
