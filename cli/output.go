@@ -103,7 +103,7 @@ func (p *presenter) document(ctx context.Context, v any) error {
 		return p.json.Document(ctx, v)
 	}
 	if p.format == formatTSV {
-		return table.WriteTSV(p.out, t.Table())
+		return table.WriteTSV(p.out, t.Table(), table.TSVOptions{Terminal: jsonio.IsTerminal(p.out)})
 	}
 	return table.Write(p.out, t.Table(), table.Options{Now: time.Now(), Colour: p.colour})
 }

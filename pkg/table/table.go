@@ -57,6 +57,14 @@ type Options struct {
 	Colour bool
 }
 
+// TSVOptions are how tab-separated values are written.
+type TSVOptions struct {
+	// Terminal is set when a person's terminal shows them: what it would
+	// interpret (escape sequences a file, branch or server's name may
+	// hold) is escaped too, as in a table. Piped, values stay exact.
+	Terminal bool
+}
+
 // maxCell is the widest a free-text cell is drawn, in characters.
 const maxCell = 60
 
@@ -81,7 +89,7 @@ func Write(w io.Writer, t Table, o Options) error {
 	for _, f := range t.Summary {
 		value := o.cell(f.Value, nil)
 		if s, ok := deref(f.Value).(string); ok {
-			value = Printable(strings.TrimSpace(s)) // a summary line has room for a whole path or message
+			value = printableLine(strings.TrimSpace(s)) // a summary line has room for a whole path or message
 		}
 		fmt.Fprintf(&b, "%s  %s\n", pad(f.Name+":", nameWidth+1), value)
 	}
@@ -167,24 +175,31 @@ func trailingEmpty(cells []string) bool {
 
 // WriteTSV writes t's rows as tab-separated values under a header line, or
 // its summary as name/value pairs when it has no columns. Values are whole:
-// full ids, RFC 3339 times, text with tabs and newlines escaped.
-func WriteTSV(w io.Writer, t Table) error {
+// full ids, RFC 3339 times, text with tabs, newlines and backslashes
+// escaped.
+func WriteTSV(w io.Writer, t Table, o TSVOptions) error {
+	cell := tsvValue
+	if o.Terminal {
+		// After the backslashes are escaped, so a name that spells
+		// "\u001b" stays apart from one that holds ESC.
+		cell = func(v any) string { return Printable(tsvValue(v)) }
+	}
 	var b strings.Builder
 	if len(t.Columns) == 0 {
 		for _, f := range t.Summary {
-			b.WriteString(tsvCell(f.Name) + "\t" + tsvCell(f.Value) + "\n")
+			b.WriteString(cell(f.Name) + "\t" + cell(f.Value) + "\n")
 		}
 	} else {
 		cols := make([]string, len(t.Columns))
 		for c, name := range t.Columns {
-			cols[c] = tsvCell(name)
+			cols[c] = cell(name)
 		}
 		b.WriteString(strings.Join(cols, "\t") + "\n")
 		for _, row := range t.Rows {
 			cells := make([]string, len(t.Columns))
 			for c := range t.Columns {
 				if c < len(row) {
-					cells[c] = tsvCell(row[c])
+					cells[c] = cell(row[c])
 				}
 			}
 			b.WriteString(strings.Join(cells, "\t") + "\n")
@@ -196,7 +211,8 @@ func WriteTSV(w io.Writer, t Table) error {
 
 var tsvEscaper = strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n", "\r", "\\r")
 
-func tsvCell(v any) string {
+// tsvValue is v as one TSV cell.
+func tsvValue(v any) string {
 	v = deref(v)
 	switch v := v.(type) {
 	case nil:
@@ -221,13 +237,13 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 		return "-"
 	case ID:
 		if short, ok := abbrev[v]; ok {
-			return Printable(short)
+			return printableLine(short)
 		}
-		return Printable(string(v))
+		return printableLine(string(v))
 	case State:
-		return o.colourState(Printable(string(v)))
+		return o.colourState(printableLine(string(v)))
 	case string:
-		return Printable(firstLine(v))
+		return printableLine(firstLine(v))
 	case bool:
 		if v {
 			return "yes"
@@ -241,7 +257,7 @@ func (o Options) cell(v any, abbrev map[ID]string) string {
 	case time.Duration:
 		return Duration(v)
 	}
-	return Printable(fmt.Sprint(v))
+	return printableLine(fmt.Sprint(v))
 }
 
 // deref follows pointers; a nil pointer is nil.

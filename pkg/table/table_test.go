@@ -66,7 +66,7 @@ func TestColourOnlyWhenAsked(t *testing.T) {
 
 func TestWriteTSVKeepsValuesWhole(t *testing.T) {
 	var b strings.Builder
-	WriteTSV(&b, Table{Columns: []string{"ID", "AT", "TEXT"}, Rows: [][]any{{ID("01JAAAAAAAAAAAAAAAAAAAAAAA"), now, "a\tb\nc"}}})
+	WriteTSV(&b, Table{Columns: []string{"ID", "AT", "TEXT"}, Rows: [][]any{{ID("01JAAAAAAAAAAAAAAAAAAAAAAA"), now, "a\tb\nc"}}}, TSVOptions{})
 	want := "ID\tAT\tTEXT\n01JAAAAAAAAAAAAAAAAAAAAAAA\t2026-05-01T12:00:00Z\ta\\tb\\nc\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
@@ -133,5 +133,48 @@ func TestCellsEscapeWhatATerminalWouldInterpret(t *testing.T) {
 	}
 	if !strings.Contains(out, "\x1b[") {
 		t.Errorf("the table lost its own colour: %q", out)
+	}
+}
+
+// TSV a person's terminal shows escapes what the terminal would interpret,
+// as a table does: a name could otherwise set the clipboard (OSC 52),
+// retitle the window, clear the screen or start a C1 CSI. Piped, the same
+// values stay exact for the program that reads them.
+func TestTSVOnATerminalEscapesWhatItWouldInterpret(t *testing.T) {
+	hostile := "a\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x1b[2J\u009b31m\x9b\u202e\\u001b"
+	tbl := Table{Columns: []string{"NAME", "SIZE"}, Rows: [][]any{{hostile, label(hostile)}}}
+	var tty, piped strings.Builder
+	WriteTSV(&tty, tbl, TSVOptions{Terminal: true})
+	WriteTSV(&piped, tbl, TSVOptions{})
+	shown := `a\u001b]52;c;cHduZWQ=\u0007\u001b]0;title\u0007\u001b[2J\u009b31m\x9b\u202e\\u001b`
+	if want := "NAME\tSIZE\n" + shown + "\t" + shown + "\n"; tty.String() != want {
+		t.Errorf("on a terminal got\n%q, want\n%q", tty.String(), want)
+	}
+	exact := strings.ReplaceAll(hostile, `\`, `\\`)
+	if want := "NAME\tSIZE\n" + exact + "\t" + exact + "\n"; piped.String() != want {
+		t.Errorf("piped got\n%q, want\n%q", piped.String(), want)
+	}
+}
+
+// A line of a table is lm's: a branch, job error or server name with a
+// line break in it shows the break as \n rather than making a summary line
+// or a row of its own that lm never wrote.
+func TestANameCannotFakeALine(t *testing.T) {
+	var b strings.Builder
+	err := Write(&b, Table{
+		Summary: []Field{{"branch", "main\nahead:  3"}, {"state", State("ok\nfaked:  yes")}},
+		Columns: []string{"ID", "STATE", "SIZE"},
+		Rows:    [][]any{{ID("j_1\nj_2"), State("done\r\nfailed"), label("1\n2")}},
+	}, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "branch:  main\\nahead:  3\n" +
+		"state:   ok\\nfaked:  yes\n" +
+		"\n" +
+		"ID        STATE               SIZE\n" +
+		"j_1\\nj_2  done\\u000d\\nfailed  1\\n2\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

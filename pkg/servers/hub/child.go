@@ -43,6 +43,7 @@ type child struct {
 	hub     *Hub
 	breaker *breaker.Breaker
 	own     *server.MCPServer // the /mcp/NAME endpoint's server
+	logs    logBudget         // the log messages passed on to clients
 
 	mu        sync.Mutex
 	cfg       *servers.Server

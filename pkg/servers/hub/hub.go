@@ -377,7 +377,8 @@ func toolErrorText(r *mcp.CallToolResult) string {
 // upstreamNotification relays what a child sends: list changes refresh
 // the mirror (and invalidate the cache), resource updates invalidate the
 // cached read and are passed on, progress goes to the one downstream
-// request it belongs to, log messages to every client.
+// request it belongs to, log messages to every client (as many as its
+// logBudget lets through).
 func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 	params := n.Params.AdditionalFields
 	switch n.Method {
@@ -401,6 +402,9 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 			relay.(func(map[string]any))(params)
 		}
 	case "notifications/message":
+		if !c.logs.take(time.Now()) {
+			return
+		}
 		c.own.SendNotificationToAllClients(n.Method, params)
 		if h.aggregate != nil {
 			logged := map[string]any{}

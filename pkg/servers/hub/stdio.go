@@ -46,6 +46,9 @@ type stdioConn struct {
 	// takes a goroutine, and a child that sends them without reading the
 	// answers must not make the gateway start them without end.
 	serving chan struct{}
+	// busy holds the lines, for writeLines, that answer the requests
+	// beyond those, each line whole with its newline.
+	busy chan []byte
 
 	mu      sync.Mutex
 	waiting map[string]chan []byte // the calls in progress by id (idKey), each for its answer's line
@@ -69,12 +72,24 @@ type outLine struct {
 }
 
 // maxServing is how many of the child's requests are answered at once; a
-// request beyond it is dropped, as a line nobody can take.
+// request beyond it is answered busyCode.
 const maxServing = 16
+
+// busyCode is the JSON-RPC error (one a server defines) a request beyond
+// maxServing gets.
+const busyCode = -32000
+
+// maxBusy is how many busy answers wait to be written, and maxBusyLine
+// the longest one (its id is the child's): a child that asks on without
+// reading its answers gets no more of them, and costs no more memory.
+const (
+	maxBusy     = 64
+	maxBusyLine = 1 << 10
+)
 
 func newStdioConn(out io.Reader, in io.WriteCloser) *stdioConn {
 	c := &stdioConn{in: in, out: bufio.NewReaderSize(out, 64<<10), waiting: map[string]chan []byte{}, done: make(chan struct{}),
-		lines: make(chan outLine), serving: make(chan struct{}, maxServing)}
+		lines: make(chan outLine), serving: make(chan struct{}, maxServing), busy: make(chan []byte, maxBusy)}
 	go c.writeLines()
 	return c
 }
@@ -93,6 +108,8 @@ func (c *stdioConn) writeLines() {
 		case l := <-c.lines:
 			_, err := c.in.Write(l.line)
 			l.written <- err
+		case line := <-c.busy:
+			c.in.Write(line) // nobody waits for it: a failed write fails the next line too
 		case <-c.done:
 			return
 		}
@@ -144,11 +161,12 @@ func (c *stdioConn) route(line []byte) {
 
 // serveRequest answers a request of the child's (sampling, roots, a ping)
 // with the session client's handler, off the reading goroutine, unless
-// maxServing are being answered already.
+// maxServing are being answered already: then it is told to ask again.
 func (c *stdioConn) serveRequest(req transport.JSONRPCRequest) {
 	select {
 	case c.serving <- struct{}{}:
 	default:
+		c.answerBusy(req.ID)
 		return
 	}
 	go func() {
@@ -166,6 +184,21 @@ func (c *stdioConn) serveRequest(req transport.JSONRPCRequest) {
 			c.writeMessage(c.ctx, res)
 		}
 	}()
+}
+
+// answerBusy answers the request id with busyCode, without a goroutine
+// and without waiting: the answer is dropped when maxBusy wait already,
+// or when it would be longer than maxBusyLine.
+func (c *stdioConn) answerBusy(id mcp.RequestId) {
+	line, err := json.Marshal(transport.NewJSONRPCErrorResponse(id, busyCode,
+		fmt.Sprintf("the gateway is busy: it answers %d requests of a server at once; ask again later", maxServing), nil))
+	if err != nil || len(line) >= maxBusyLine {
+		return
+	}
+	select {
+	case c.busy <- append(line, '\n'):
+	default:
+	}
 }
 
 // idKey is the key of a request id as JSON text: the text itself in the

@@ -182,6 +182,8 @@ func delayLines(r io.Reader, marker string, d time.Duration) io.Reader {
 //   - latin1 answers a text whose é is the one byte Latin-1 has for it;
 //   - churn sends 100,000 notifications/tools/list_changed, then reads and
 //     answers nothing;
+//   - chatter sends 100,000 notifications/message, then reads and answers
+//     nothing;
 //   - big answers a text of 10 MiB of "x", on one line;
 //   - echo answers "Echo: " and its argument message.
 func serveRaw() {
@@ -220,7 +222,7 @@ func serveRaw() {
 				"serverInfo": map[string]any{"name": "raw", "version": "1"}})
 		case "tools/list":
 			var tools []any
-			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood", "churn", "latin1"} {
+			for _, name := range []string{"pair", "die", "big", "echo", "nullerror", "deaf", "flood", "churn", "chatter", "latin1"} {
 				tools = append(tools, map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
 			}
 			answer(msg.ID, map[string]any{"tools": tools})
@@ -258,6 +260,12 @@ func serveRaw() {
 				// answers nothing.
 				for range 100_000 {
 					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				}
+				select {}
+			case "chatter":
+				// Logs 100,000 lines, then reads and answers nothing.
+				for n := range 100_000 {
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "chatter " + strconv.Itoa(n)}})
 				}
 				select {}
 			default:
