@@ -137,24 +137,12 @@ func (s *Storage) Close() {
 func (s *Storage) Identity() string { return s.identity }
 
 // Update runs fn in one READ COMMITTED transaction (see [tx] for how it
-// spares round trips).
-func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
-	return s.attempts(ctx, fn)
-}
-
-// View runs fn on reads that see what is committed as each starts. It
-// reads the settings afresh: running it again, as a write may be, would
-// not do for a caller that gathers what it reads across calls.
-func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
-	return s.run(ctx, &tx{ctx: ctx, s: s}, fn)
-}
-
-// attempts runs fn again, from the start, a few times when running it
-// again may succeed: after a deadlock or serialization failure PostgreSQL
+// spares round trips), and again, from the start, a few times when that
+// may succeed: after a deadlock or serialization failure PostgreSQL
 // reported, or settings another process changed (see settings.go), which
 // an attempt after the first reads afresh. That is safe since fn only
 // reads and writes through the transaction.
-func (s *Storage) attempts(ctx context.Context, fn func(queue.Tx) error) error {
+func (s *Storage) Update(ctx context.Context, fn func(queue.Tx) error) error {
 	var err error
 	for attempt := range 5 {
 		err = s.run(ctx, &tx{ctx: ctx, s: s, write: true, cached: attempt == 0}, fn)
@@ -163,6 +151,13 @@ func (s *Storage) attempts(ctx context.Context, fn func(queue.Tx) error) error {
 		}
 	}
 	return err
+}
+
+// View runs fn on reads that see what is committed as each starts. It
+// reads the settings afresh: running it again, as a write may be, would
+// not do for a caller that gathers what it reads across calls.
+func (s *Storage) View(ctx context.Context, fn func(queue.Tx) error) error {
+	return s.run(ctx, &tx{ctx: ctx, s: s}, fn)
 }
 
 func (s *Storage) run(ctx context.Context, t *tx, fn func(queue.Tx) error) error {

@@ -17,7 +17,7 @@ import (
 // this process read last and confirms them in front of the statement it
 // sends next, in the same round trip. Another gateway may have changed
 // them meanwhile: a transaction that finds them changed runs again (see
-// Storage.attempts) reading them afresh, so nothing it did with the old
+// Storage.Update) reading them afresh, so nothing it did with the old
 // ones commits. A read (Storage.View) always reads them: it is not run
 // again.
 
