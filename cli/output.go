@@ -70,12 +70,13 @@ func colour(w io.Writer) bool {
 
 // presenter prints results in the format a run chose.
 type presenter struct {
-	format  format
-	json    *jsonio.Printer
-	out     io.Writer
-	err     io.Writer
-	colour  bool
-	lastMsg string
+	format   format
+	json     *jsonio.Printer
+	out      io.Writer
+	err      io.Writer
+	terminal bool // out is a terminal
+	colour   bool
+	lastMsg  string
 }
 
 func (a *app) presenter(cmd *ucli.Command) (*presenter, error) {
@@ -87,7 +88,8 @@ func (a *app) presenter(cmd *ucli.Command) (*presenter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &presenter{format: f, json: p, out: a.streams.Out, err: a.streams.Err, colour: colour(a.streams.Out)}, nil
+	return &presenter{format: f, json: p, out: a.streams.Out, err: a.streams.Err,
+		terminal: jsonio.IsTerminal(a.streams.Out), colour: colour(a.streams.Out)}, nil
 }
 
 // document prints a command's result.
@@ -103,7 +105,7 @@ func (p *presenter) document(ctx context.Context, v any) error {
 		return p.json.Document(ctx, v)
 	}
 	if p.format == formatTSV {
-		return table.WriteTSV(p.out, t.Table(), table.TSVOptions{Terminal: jsonio.IsTerminal(p.out)})
+		return table.WriteTSV(p.out, t.Table(), table.TSVOptions{Terminal: p.terminal})
 	}
 	return table.Write(p.out, t.Table(), table.Options{Now: time.Now(), Colour: p.colour})
 }
@@ -117,8 +119,14 @@ func (p *presenter) line(ctx context.Context, v any) error {
 	return p.json.Line(ctx, v)
 }
 
+// text prints a result's text: exact when piped; on a terminal with what
+// the terminal would interpret escaped, since the text may come from a
+// program lm does not control (a job's output).
 func (p *presenter) text(t table.Texter) error {
 	text, status := t.Text()
+	if p.terminal {
+		text = table.Printable(text)
+	}
 	if _, err := io.WriteString(p.out, text); err != nil {
 		return err
 	}
