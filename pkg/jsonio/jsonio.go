@@ -15,6 +15,8 @@ import (
 
 	"github.com/itchyny/gojq"
 	"golang.org/x/sys/unix"
+
+	"lmtool.dev/lm/pkg/table"
 )
 
 // jqTimeout bounds one filter run: jq programs can loop forever.
@@ -22,19 +24,21 @@ const jqTimeout = 10 * time.Second
 
 // Printer writes values to an output stream.
 type Printer struct {
-	w      io.Writer
-	pretty bool
-	raw    bool
-	code   *gojq.Code
+	w        io.Writer
+	terminal bool
+	raw      bool
+	code     *gojq.Code
 }
 
 // ErrBadFilter marks a jq program that does not compile (a usage error).
 var ErrBadFilter = errors.New("invalid jq filter")
 
 // NewPrinter returns a printer for w. jq is a jq program ("" for none); raw
-// prints string results without quotes; pretty indents documents.
-func NewPrinter(w io.Writer, jq string, raw, pretty bool) (*Printer, error) {
-	p := &Printer{w: w, pretty: pretty, raw: raw}
+// prints string results without quotes; terminal says w is a person's
+// terminal: documents are indented, and what the terminal would interpret
+// rather than show is escaped.
+func NewPrinter(w io.Writer, jq string, raw, terminal bool) (*Printer, error) {
+	p := &Printer{w: w, terminal: terminal, raw: raw}
 	if jq == "" {
 		return p, nil
 	}
@@ -65,7 +69,7 @@ func IsTerminal(f any) bool {
 
 // Document prints v as one JSON document (or the filter's outputs).
 func (p *Printer) Document(ctx context.Context, v any) error {
-	return p.print(ctx, v, p.pretty)
+	return p.print(ctx, v, p.terminal)
 }
 
 // Line prints v as one JSON Lines record (or the filter's outputs, one a line).
@@ -103,6 +107,11 @@ func (p *Printer) print(ctx context.Context, v any, pretty bool) error {
 			return fmt.Errorf("jq: %w", err)
 		}
 		if s, isStr := r.(string); isStr && p.raw {
+			if p.terminal {
+				// A string can hold anything the result held, such as a
+				// job's output; piped it stays exact for the program reading.
+				s = table.Printable(s)
+			}
 			if _, err := io.WriteString(p.w, s+"\n"); err != nil {
 				return err
 			}

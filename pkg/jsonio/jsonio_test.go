@@ -35,10 +35,10 @@ func TestIsTerminal(t *testing.T) {
 
 func TestPrinter(t *testing.T) {
 	for _, tc := range []struct {
-		jq     string
-		raw    bool
-		pretty bool
-		want   string
+		jq       string
+		raw      bool
+		terminal bool
+		want     string
 	}{
 		{"", false, false, `{"a":"<b>","n":12345678901234567890}` + "\n"},
 		{"", false, true, "{\n  \"a\": \"<b>\",\n  \"n\": 12345678901234567890\n}\n"},
@@ -49,7 +49,7 @@ func TestPrinter(t *testing.T) {
 	} {
 		t.Run(tc.jq, func(t *testing.T) {
 			var out bytes.Buffer
-			p, err := NewPrinter(&out, tc.jq, tc.raw, tc.pretty)
+			p, err := NewPrinter(&out, tc.jq, tc.raw, tc.terminal)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestPrinter(t *testing.T) {
 				t.Fatal(err)
 			}
 			if out.String() != tc.want {
-				t.Errorf("jq %q raw %v pretty %v: %q, want %q", tc.jq, tc.raw, tc.pretty, out.String(), tc.want)
+				t.Errorf("jq %q raw %v terminal %v: %q, want %q", tc.jq, tc.raw, tc.terminal, out.String(), tc.want)
 			}
 		})
 	}
@@ -70,3 +70,29 @@ func TestPrinter(t *testing.T) {
 type jsonNumber string
 
 func (n jsonNumber) MarshalJSON() ([]byte, error) { return []byte(n), nil }
+
+// hostile is a string a job could write: OSC 52 (set the clipboard), a
+// clear screen, a one-character CSI, a bidi override and DEL.
+const hostile = "a \x1b]52;c;SGVsbG8=\x07 b \x1b[2J c \u009b31m d \u202e e \x7f f\n"
+
+func TestRawStringsAreEscapedOnlyOnATerminal(t *testing.T) {
+	for _, tc := range []struct {
+		terminal bool
+		want     string
+	}{
+		{true, `a \u001b]52;c;SGVsbG8=\u0007 b \u001b[2J c \u009b31m d \u202e e \u007f f` + "\n\n"},
+		{false, hostile + "\n"},
+	} {
+		var out bytes.Buffer
+		p, err := NewPrinter(&out, ".s", true, tc.terminal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Document(context.Background(), map[string]string{"s": hostile}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("terminal %v: %q, want %q", tc.terminal, out.String(), tc.want)
+		}
+	}
+}
