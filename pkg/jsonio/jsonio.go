@@ -1,6 +1,7 @@
 // Package jsonio writes lm's results: one JSON document (pretty on a
 // terminal, compact otherwise) or JSON Lines, optionally filtered through a
-// jq program (gojq) with jq's -r raw-string output.
+// jq program (gojq) with jq's -r raw-string output. On a terminal what it
+// would interpret rather than show is escaped.
 package jsonio
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 	"golang.org/x/sys/unix"
@@ -134,9 +136,43 @@ func (p *Printer) write(data []byte, pretty bool) error {
 			data = buf.Bytes()
 		}
 	}
+	if p.terminal {
+		data = escapeForTerminal(data)
+	}
 	data = append(data, '\n')
 	_, err := p.w.Write(data)
 	return err
+}
+
+// escapeForTerminal writes as \u escapes what encoding/json and gojq leave
+// raw in strings but a terminal would act on: DEL, the C1 controls (U+009B
+// starts a control sequence on many terminals) and bidirectional controls;
+// a byte that is not UTF-8 becomes \ufffd, as a decoder reads it. Outside
+// strings JSON is ASCII below DEL, so every such character is inside a
+// string, where its escape is the same value: the terminal and a program
+// reading the piped JSON see one document. data is returned as is when
+// nothing needs escaping.
+func escapeForTerminal(data []byte) []byte {
+	var escaped bytes.Buffer
+	done := 0 // data[:done] is in escaped
+	for i := 0; i < len(data); {
+		if data[i] < 0x7f {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 || table.Interpreted(r) {
+			escaped.Write(data[done:i])
+			fmt.Fprintf(&escaped, `\u%04x`, r)
+			done = i + size
+		}
+		i += size
+	}
+	if done == 0 {
+		return data
+	}
+	escaped.Write(data[done:])
+	return escaped.Bytes()
 }
 
 // CompactMarshaler is implemented by types that encode themselves as

@@ -3,7 +3,9 @@ package jsonio
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -94,5 +96,69 @@ func TestRawStringsAreEscapedOnlyOnATerminal(t *testing.T) {
 		if out.String() != tc.want {
 			t.Errorf("terminal %v: %q, want %q", tc.terminal, out.String(), tc.want)
 		}
+	}
+}
+
+func TestJSONOnATerminalEscapesWhatGoLeavesRaw(t *testing.T) {
+	v := map[string]string{"s": hostile + " \u0085 \u2066 \u200f"}
+	print := func(jq string, terminal bool) string {
+		var out bytes.Buffer
+		p, err := NewPrinter(&out, jq, false, terminal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Document(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	for _, jq := range []string{"", "."} {
+		shown, piped := print(jq, true), print(jq, false)
+		if strings.Contains(shown, "\x7f") {
+			t.Errorf("jq %q: DEL reaches the terminal raw: %s", jq, shown)
+		}
+		for _, raw := range []string{"\u009b", "\u0085", "\u202e", "\u2066", "\u200f"} {
+			if strings.Contains(shown, raw) {
+				t.Errorf("jq %q: %q reaches the terminal raw: %s", jq, raw, shown)
+			}
+			if !strings.Contains(piped, raw) {
+				t.Errorf("jq %q: piped JSON lost the raw %q it has always had: %s", jq, raw, piped)
+			}
+		}
+		if want := `\u009b31m d \u202e e \u007f f\n \u0085 \u2066 \u200f"`; !strings.Contains(shown, want) {
+			t.Errorf("jq %q: %s lacks %s", jq, shown, want)
+		}
+		var fromTerminal, fromPipe any
+		if err := json.Unmarshal([]byte(shown), &fromTerminal); err != nil {
+			t.Fatalf("jq %q: the terminal's JSON does not decode: %v", jq, err)
+		}
+		if err := json.Unmarshal([]byte(piped), &fromPipe); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fromTerminal, fromPipe) {
+			t.Errorf("jq %q: the terminal shows %v, a pipe gets %v", jq, fromTerminal, fromPipe)
+		}
+	}
+	if want, _ := Marshal(v); print("", false) != string(want)+"\n" {
+		t.Errorf("piped JSON is not encoding/json's: %q", print("", false))
+	}
+}
+
+// compact is JSON that encodes itself, unchecked, as a CompactMarshaler may.
+type compact string
+
+func (c compact) CompactJSON() ([]byte, error) { return []byte(c), nil }
+
+func TestJSONOnATerminalShowsAStrayByteAsTheReplacementCharacter(t *testing.T) {
+	var out bytes.Buffer
+	p, err := NewPrinter(&out, "", false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Document(context.Background(), compact("\"a\xffb\"")); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"a\ufffdb"` + "\n"; out.String() != want {
+		t.Errorf("%q, want %q", out.String(), want)
 	}
 }

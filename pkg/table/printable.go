@@ -22,6 +22,13 @@ func printableLine(s string) string {
 	return escape(s, false)
 }
 
+// Interpreted reports whether a terminal would act on r rather than show
+// it: a control character (escape sequences start with one) or a
+// bidirectional control.
+func Interpreted(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
 func escape(s string, breaks bool) string {
 	var b strings.Builder
 	for len(s) > 0 {
@@ -33,7 +40,7 @@ func escape(s string, breaks bool) string {
 			b.WriteRune(r)
 		case r == '\n':
 			b.WriteString(`\n`)
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+		case Interpreted(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
