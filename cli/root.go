@@ -23,7 +23,8 @@ func (a *app) root() *ucli.Command {
 		Description: "Every command prints its result on stdout and diagnostics on stderr. Piped, the result is a JSON document " +
 			"(or JSON Lines for streams), what scripts and agents read; at a terminal, list and status commands print a table " +
 			"and a job's output prints as text (--json, --jq or -o json|table|tsv choose). Colour only on a terminal, " +
-			"not with NO_COLOR. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
+			"not with NO_COLOR. At a terminal, control characters in what a result holds (a job's output, a name) are " +
+			"shown escaped, never sent to it; piped output keeps them exact. `lm mcp` serves the same operations as MCP tools. lm's own flags (--jq, -r, --json-errors, …) " +
 			"go before `--`: every word after it belongs to the task or program the command runs.\n\n" + ExitStatusText,
 		Version:                   buildinfo.Version(),
 		Reader:                    a.streams.In,
@@ -37,7 +38,7 @@ func (a *app) root() *ucli.Command {
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "store", Usage: "the store file (default: $LM_STORE, else $LM_HOME/lm.db), or a postgres:// URL for a queue a team shares (password in PGPASSWORD)", TakesFile: true},
 			&ucli.StringFlag{Name: "jq", Aliases: []string{"q"}, Usage: "filter the output with a jq `EXPR`"},
-			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes"},
+			&ucli.BoolFlag{Name: "raw-output", Aliases: []string{"r"}, Usage: "with --jq, print strings without quotes (control characters escaped on a terminal)"},
 			&ucli.BoolFlag{Name: "json-errors", Usage: "report errors as a JSON object on stderr (also LM_JSON_ERRORS=1)"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also report routine progress on stderr (a server connecting), as on a terminal"},
 			&durationFlag{Name: "lock-timeout", Value: store.DefaultLockTimeout, Usage: "how long to wait for another process holding the store", Sources: ucli.EnvVars("LM_LOCK_TIMEOUT")},
