@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/store"
 )
 
 // A claimer hands the pending instructions of one queue to the
@@ -24,6 +26,20 @@ type claimer struct {
 	running bool      // the loop runs; it ends once no call waits
 	// kick wakes the loop for a call that came, or for the last that left.
 	kick chan struct{}
+
+	// On a storage whose writes in this process share transactions, a
+	// pass runs last in each of them (see trailing), set up once.
+	trailer sync.Once
+	// passes counts the passes that ran there.
+	passes atomic.Uint64
+}
+
+// A trailing storage runs fn last in every write transaction this process
+// commits on it, after the writes it shares: the local store, whose Batch
+// gathers them. done hears how each transaction ended (see
+// store.AfterWrites).
+type trailing interface {
+	AfterWrites(fn func(Tx) error, done func(error))
 }
 
 // claimers holds the one claimer of each queue this process waits on, by
@@ -152,6 +168,7 @@ func (c *claimer) run(env *op.Env) {
 		return
 	}
 	defer unsubscribe()
+	look := c.looker(env)
 	for {
 		// The calls the last round answered in this process are ready
 		// to run: letting them come back first puts them in this round
@@ -166,11 +183,89 @@ func (c *claimer) run(env *op.Env) {
 			return
 		}
 		c.mu.Unlock()
-		ws, looks, err := round(env, c.gather)
-		c.settle(ws, looks, err)
+		look()
 		select {
 		case <-changes:
 		case <-c.kick:
+		}
+	}
+}
+
+// looker is how the loop looks at the queue for the waiting calls. Where
+// the storage's writes share transactions, the look is a pass at the end
+// of every one of them, whoever's writes it holds: an instruction added
+// over HTTP goes to a waiting call in the commit that stores it. The loop
+// then only makes sure a transaction happens, for the calls that came and
+// for changes made elsewhere. Elsewhere, it is a round of its own.
+func (c *claimer) looker(env *op.Env) func() {
+	s, err := storage(context.Background(), env)
+	tr, ok := s.(trailing)
+	if err != nil || !ok {
+		return func() {
+			ws, looks, err := round(env, c.gather)
+			c.settle(ws, looks, err)
+		}
+	}
+	c.trailer.Do(func() {
+		p := &pass{gather: c.gather}
+		run := inTx(env, p.run)
+		tr.AfterWrites(func(t Tx) error {
+			if !c.waiting() {
+				*p = pass{gather: c.gather}
+				return nil
+			}
+			return run(t)
+		}, func(err error) { c.passed(p, err) })
+	})
+	return func() {
+		before := c.passes.Load()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*env.Store.LockTimeout)
+		defer cancel()
+		err := update(ctx, env, func(*tx) error { return nil })
+		if err != nil && c.passes.Load() == before {
+			// No pass ran (the lock, the file): the error is every
+			// waiting call's, as in a round.
+			ws := c.gather()
+			c.settle(ws, make([]look, len(ws)), err)
+		}
+	}
+}
+
+// waiting says whether any call waits.
+func (c *claimer) waiting() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters) > 0
+}
+
+// passed settles what a pass in a shared transaction found, once that
+// transaction is over. A pass whose writes were rolled back — a caller
+// gave up, or the writes it followed all failed — settles nothing: its
+// calls wait on, and the loop looks again.
+func (c *claimer) passed(p *pass, err error) {
+	c.passes.Add(1)
+	if p.gaveUp || errors.Is(err, store.ErrRolledBack) {
+		c.release(p.ws)
+		c.poke()
+		return
+	}
+	if err != nil && p.ws == nil {
+		p.ws = c.gather()
+		p.looks = make([]look, len(p.ws))
+	}
+	c.settle(p.ws, p.looks, err)
+}
+
+// release takes the calls of a pass that settled nothing out of it: those
+// whose callers left meanwhile leave with nothing.
+func (c *claimer) release(ws []*waiter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range ws {
+		w.inRound = false
+		if w.leaving {
+			c.remove(w)
+			w.answer <- answer{}
 		}
 	}
 }
@@ -202,85 +297,96 @@ func (c *claimer) gather() []*waiter {
 	return ws
 }
 
-// round runs one transaction over the calls gather gives when it runs,
-// oldest first: each call still wanted — not superseded, its caller still
-// there — gets the head of the queue while there is one, consumed for its
-// agent; a call at its first look that gets none is recorded as waiting. A
-// caller that goes away before the commit takes nothing: the round runs
-// again without it. It returns the calls it settled on with what it found
-// for each.
+// round runs one transaction over the calls gather gives when it runs
+// (see pass), again while a caller gave up while it ran. It returns the
+// calls it settled on with what it found for each.
 func round(env *op.Env, gather func() []*waiter) ([]*waiter, []look, error) {
-	var ws []*waiter
-	var looks []look
 	for {
-		gaveUp := false
+		p := &pass{gather: gather}
 		// The store's own lock timeout ends a wait on a lock held
 		// elsewhere (unavailable: the calls keep waiting); this bounds
 		// a database that does not answer at all.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*env.Store.LockTimeout)
-		err := update(ctx, env, func(t *tx) error {
-			// This may run more than once (see Storage.Update): it
-			// sets its results afresh each time.
-			ws = gather()
-			looks = make([]look, len(ws))
-			gaveUp = false
-			settings := t.settings()
-			wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
-			wanted := 0
-			for i, w := range ws {
-				if w.calls.Load() != w.gen || w.ctx.Err() != nil {
-					looks[i].passed = true
-				} else {
-					wanted++
-				}
-			}
-			// One claim for the whole round, handed out oldest call first.
-			claimed := t.Claim(wanted)
-			for i, w := range ws {
-				l := &looks[i]
-				if !w.seen {
-					l.settings, l.deadline = settings, w.start.Add(wait)
-				}
-				if l.passed {
-					continue
-				}
-				if len(claimed) > 0 {
-					out, err := t.hand(claimed[0], w.agent, w.confirms())
-					if err != nil {
-						return err
-					}
-					claimed = claimed[1:]
-					l.out = &out
-					continue
-				}
-				if !w.seen {
-					if err := t.waiting(w.agent, l.deadline); err != nil {
-						return err
-					}
-				}
-			}
-			// A caller that gave up while we worked must not get an
-			// instruction it will never see: roll back, and look again
-			// without it.
-			for i, w := range ws {
-				if err := w.ctx.Err(); err != nil && looks[i].out != nil {
-					gaveUp = true
-					return err
-				}
-			}
-			return nil
-		})
+		err := update(ctx, env, p.run)
 		cancel()
-		if err != nil && ws == nil {
+		if err != nil && p.ws == nil {
 			// The transaction failed before it ran (the lock, the
 			// file): the error is every waiting call's.
-			ws = gather()
-			looks = make([]look, len(ws))
+			p.ws = gather()
+			p.looks = make([]look, len(p.ws))
 		}
-		if !gaveUp {
-			return ws, looks, err
+		if !p.gaveUp {
+			return p.ws, p.looks, err
 		}
 	}
+}
+
+// A pass is a round's look at the queue inside one transaction, over the
+// calls gather gives, oldest first: each call still wanted — not
+// superseded, its caller still there — gets the head of the queue while
+// there is one, consumed for its agent; a call at its first look that gets
+// none is recorded as waiting. A caller that goes away before the commit
+// takes nothing: the pass fails with gaveUp, so that the transaction is
+// rolled back and the round looks again without it.
+type pass struct {
+	gather func() []*waiter
+	// Set afresh by each run, as a transaction may run more than once.
+	ws     []*waiter
+	looks  []look
+	gaveUp bool
+}
+
+func (p *pass) run(t *tx) error {
+	p.ws = p.gather()
+	p.looks = make([]look, len(p.ws))
+	p.gaveUp = false
+	if len(p.ws) == 0 {
+		return nil
+	}
+	settings := t.settings()
+	wait := time.Duration(min(max(settings.DefaultWaitSeconds, 0), MaxWaitSeconds)) * time.Second
+	wanted := 0
+	for i, w := range p.ws {
+		if w.calls.Load() != w.gen || w.ctx.Err() != nil {
+			p.looks[i].passed = true
+		} else {
+			wanted++
+		}
+	}
+	// One claim for the whole round, handed out oldest call first.
+	claimed := t.Claim(wanted)
+	for i, w := range p.ws {
+		l := &p.looks[i]
+		if !w.seen {
+			l.settings, l.deadline = settings, w.start.Add(wait)
+		}
+		if l.passed {
+			continue
+		}
+		if len(claimed) > 0 {
+			out, err := t.hand(claimed[0], w.agent, w.confirms())
+			if err != nil {
+				return err
+			}
+			claimed = claimed[1:]
+			l.out = &out
+			continue
+		}
+		if !w.seen {
+			if err := t.waiting(w.agent, l.deadline); err != nil {
+				return err
+			}
+		}
+	}
+	// A caller that gave up while we worked must not get an instruction
+	// it will never see: roll back, and look again without it.
+	for i, w := range p.ws {
+		if err := w.ctx.Err(); err != nil && p.looks[i].out != nil {
+			p.gaveUp = true
+			return err
+		}
+	}
+	return nil
 }
 
 // settle gives each call of a round what the round found: its first look,

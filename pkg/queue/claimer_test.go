@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"lmtool.dev/lm/pkg/op"
 	"lmtool.dev/lm/pkg/queue"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // waiting starts a get_user_request for agent and returns once the queue
@@ -176,4 +179,31 @@ func TestManyWaitingCallsTakeEachInstructionOnce(t *testing.T) {
 			t.Errorf("the store counts %d pending and %d consumed, want 0 and %d", s.Queue.PendingCount, s.Queue.ConsumedCount, adders*perAdder)
 		}
 	})
+}
+
+// On the local store an instruction added while a call waits reaches it in
+// the commit that stores it: the add and the delivery share one durable
+// commit, rather than the delivery taking a second one after it.
+func TestAnAddReachesAWaitingCallInTheCommitThatStoresIt(t *testing.T) {
+	env := testkit.Env(t)
+	setWait(t, env, 60)
+	ctx := context.Background()
+	got := waiting(t, env, "agent")
+	commits := func() int {
+		var id int
+		if err := env.Store.View(ctx, func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	before := commits()
+	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"work"}}); err != nil {
+		t.Fatal(err)
+	}
+	if content := received(t, "agent", got); content != "work" {
+		t.Fatalf("got %q", content)
+	}
+	if n := commits() - before; n != 1 {
+		t.Errorf("the add and its delivery took %d commits, want 1", n)
+	}
 }

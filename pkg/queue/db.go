@@ -89,6 +89,20 @@ func (s boltStorage) Update(ctx context.Context, fn func(Tx) error) error {
 	})
 }
 
+// AfterWrites has fn run last in every transaction this process's writes
+// to the store share (see store.AfterWrites), and done told how each ended:
+// store.ErrRolledBack when what fn wrote was not stored for the others'
+// sake.
+func (s boltStorage) AfterWrites(fn func(Tx) error, done func(error)) {
+	s.Store.AfterWrites(func(b *bolt.Tx) error {
+		t := &boltTx{Tx: b}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.trimEvents()
+	}, done)
+}
+
 func (s boltStorage) View(ctx context.Context, fn func(Tx) error) error {
 	return s.Store.View(ctx, func(b *bolt.Tx) error { return fn(&boltTx{Tx: b}) })
 }

@@ -25,7 +25,12 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 	if err != nil {
 		return err
 	}
-	return s.Update(ctx, func(b Tx) error {
+	return s.Update(ctx, inTx(env, fn))
+}
+
+// inTx is fn as the operations run it on a storage's write transaction.
+func inTx(env *op.Env, fn func(t *tx) error) func(Tx) error {
+	return func(b Tx) error {
 		t, err := newTx(b, env)
 		if err != nil {
 			return err
@@ -42,7 +47,7 @@ func update(ctx context.Context, env *op.Env, fn func(t *tx) error) error {
 			return b.Err()
 		}
 		return err
-	})
+	}
 }
 
 func view(ctx context.Context, env *op.Env, fn func(t *tx) error) error {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -59,9 +60,46 @@ func (s *Store) Batch(ctx context.Context, fn func(*bolt.Tx) error) error {
 
 // writeGroup is the queue of Batch writes to one store in this process.
 type writeGroup struct {
-	mu      sync.Mutex
-	queue   []*queuedWrite
-	leading bool // a caller is committing, and will hand the lead on
+	mu       sync.Mutex
+	queue    []*queuedWrite
+	leading  bool // a caller is committing, and will hand the lead on
+	trailers []*trailer
+}
+
+// A trailer runs last in every transaction Batch commits (see
+// AfterWrites).
+type trailer struct {
+	run  func(*bolt.Tx) error
+	done func(error)
+}
+
+// ErrRolledBack is what a function given to AfterWrites hears when what it
+// wrote in a transaction was not committed although the transaction did not
+// fail because of it: every write of the batch failed, or the transaction
+// ended before reaching it. Nothing it wrote is stored; it may look again.
+var ErrRolledBack = errors.New("rolled back with the writes it followed")
+
+// AfterWrites has run called last in every transaction that Batch commits
+// on this store in this process, after the batch's writes, so it sees what
+// they wrote: the queue's claimer hands an instruction out in the commit
+// that adds it, rather than in a commit of its own after it. done then
+// hears how the transaction ended, once for each batch in which run ran:
+// nil once it committed (or wrote nothing), or why what run wrote is not
+// stored — the commit's error, run's own error (the transaction is rolled
+// back, and the batch's writes run again without run), or ErrRolledBack.
+// run, like a write, may run more than once for one batch and must set its
+// results afresh each time. The registration lasts for the process.
+func (s *Store) AfterWrites(run func(*bolt.Tx) error, done func(error)) {
+	g := s.group()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.trailers = append(g.trailers, &trailer{run: run, done: done})
+}
+
+func (g *writeGroup) trailersNow() []*trailer {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.trailers)
 }
 
 type queuedWrite struct {
@@ -84,12 +122,23 @@ func (s *Store) group() *writeGroup {
 	return g.(*writeGroup)
 }
 
-// commitBatch commits the writes in one transaction, in order. A write that
-// fails (its error, its context ended, or a panic while it ran) gets its
-// error and the rest run again without it, so each write's outcome is what
-// it would have been had the writes run one after another; an error outside
-// any write (the lock, the file, the commit itself) is every write's.
+// commitBatch commits the writes in one transaction, in order, and then
+// the trailers (see AfterWrites). A write that fails (its error, its
+// context ended, or a panic while it ran) gets its error and the rest run
+// again without it, so each write's outcome is what it would have been had
+// the writes run one after another; a trailer that fails is left out the
+// same way. An error outside any write (the lock, the file, the commit
+// itself) is every write's.
 func (s *Store) commitBatch(batch []*queuedWrite) {
+	trailers := s.group().trailersNow()
+	// What each trailer that ran hears once the batch is settled: the
+	// last transaction's outcome if it ran in it, else why not.
+	heard := map[*trailer]error{}
+	defer func() {
+		for t, err := range heard {
+			t.done(err)
+		}
+	}()
 	for {
 		// Writes whose callers gave up are answered together before the
 		// transaction: found one by one inside it, each would roll back
@@ -113,7 +162,7 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 		if len(batch) == 1 {
 			ctx = batch[0].ctx
 		}
-		at, failed := -1, false
+		at, failed, trailing := -1, false, -1
 		err := s.run(ctx, true, func(tx *bolt.Tx) error {
 			for i, w := range batch {
 				at = i
@@ -127,14 +176,34 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 				}
 			}
 			at = len(batch)
+			for i, t := range trailers {
+				trailing = i
+				// Until this transaction commits, nothing run writes
+				// is stored.
+				heard[t] = ErrRolledBack
+				if err := t.run(tx); err != nil {
+					return err
+				}
+			}
+			trailing = -1
 			return nil
 		})
-		// Without a returned error, a write that was running when the
-		// transaction failed panicked.
+		// Without a returned error, the write or trailer that was running
+		// when the transaction failed panicked.
+		if err != nil && trailing >= 0 {
+			heard[trailers[trailing]] = err
+			trailers = slices.Delete(trailers, trailing, trailing+1)
+			continue
+		}
 		if err != nil && (failed || at >= 0 && at < len(batch)) {
 			batch[at].finish(err)
 			batch = append(batch[:at:at], batch[at+1:]...)
 			continue
+		}
+		if at == len(batch) {
+			for _, t := range trailers {
+				heard[t] = err
+			}
 		}
 		for _, w := range batch {
 			w.finish(err)

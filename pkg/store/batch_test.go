@@ -231,3 +231,76 @@ func TestBatchAnswersCancelledWritesTogether(t *testing.T) {
 		t.Errorf("the live write ran %d times beside %d cancelled ones, want once", n, cancelled)
 	}
 }
+
+// What AfterWrites registers runs last in each batch's transaction, sees
+// what the batch wrote and commits with it; one that fails is left out
+// without costing the writes theirs; and each hears how its transaction
+// ended, ErrRolledBack when the writes it followed did not commit.
+func TestAfterWritesRunLastAndHearHowTheirTransactionEnded(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	bucket := []byte("t")
+	if err := s.Update(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	get := func(tx *bolt.Tx, key string) string { return string(tx.Bucket(bucket).Get([]byte(key))) }
+	stored := func(key string) string {
+		var v string
+		if err := s.View(ctx, func(tx *bolt.Tx) error { v = get(tx, key); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var heardA, heardB []error
+	s.AfterWrites(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).Put([]byte("a"), []byte("saw "+get(tx, "n")))
+	}, func(err error) { heardA = append(heardA, err) })
+	var failB func() error
+	s.AfterWrites(func(tx *bolt.Tx) error {
+		if failB != nil {
+			return failB()
+		}
+		return tx.Bucket(bucket).Put([]byte("b"), []byte("saw "+get(tx, "n")))
+	}, func(err error) { heardB = append(heardB, err) })
+	put := func(ctx context.Context, n string) error {
+		return s.Batch(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("n"), []byte(n)) })
+	}
+
+	before := txID(t, s)
+	if err := put(ctx, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := stored("a"), stored("b"); a != "saw 1" || b != "saw 1" {
+		t.Errorf("after the first write: a %q, b %q; both should have seen it", a, b)
+	}
+	if commits := txID(t, s) - before; commits != 1 {
+		t.Errorf("a write and what followed it made %d commits, want 1", commits)
+	}
+
+	refused := errors.New("b refused")
+	failB = func() error { return refused }
+	if err := put(ctx, "2"); err != nil {
+		t.Fatalf("a failing follower cost the write: %v", err)
+	}
+	if n, a, b := stored("n"), stored("a"), stored("b"); n != "2" || a != "saw 2" || b != "saw 1" {
+		t.Errorf("after b failed: n %q, a %q, b %q; want the write and a committed, b's left out", n, a, b)
+	}
+
+	// The only write's caller gives up while b runs: nothing commits.
+	gone, cancel := context.WithCancel(ctx)
+	failB = func() error { cancel(); return refused }
+	if err := put(gone, "3"); !errors.Is(err, context.Canceled) {
+		t.Errorf("a write whose caller left: %v", err)
+	}
+	if n, a := stored("n"), stored("a"); n != "2" || a != "saw 2" {
+		t.Errorf("after the write left: n %q, a %q; want nothing of that batch", n, a)
+	}
+
+	wantA := []error{nil, nil, ErrRolledBack}
+	wantB := []error{nil, refused, refused}
+	for i := range 3 {
+		if i >= len(heardA) || !errors.Is(heardA[i], wantA[i]) || i >= len(heardB) || !errors.Is(heardB[i], wantB[i]) {
+			t.Fatalf("a heard %v, b heard %v; want %v and %v", heardA, heardB, wantA, wantB)
+		}
+	}
+}
