@@ -210,8 +210,10 @@ func (c *claimer) looker(env *op.Env) func() {
 		p := &pass{gather: c.gather}
 		run := inTx(env, p.run)
 		tr.AfterWrites(func(t Tx) error {
+			// What an earlier transaction's pass found is settled:
+			// this one starts afresh, even if it fails before looking.
+			*p = pass{gather: c.gather}
 			if !c.waiting() {
-				*p = pass{gather: c.gather}
 				return nil
 			}
 			return run(t)
