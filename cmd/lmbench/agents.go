@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -75,6 +76,11 @@ func agentsBench(lm string) error {
 		return err
 	}
 	fmt.Printf("| reference: bbolt open + one-key durable commit + close, same disk, in process | %.0f /s | | | | | | | |\n", floor)
+	batch, err := cliBatch(lm, 21)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("| reference: one `lm queue add --jsonl` of 100 into an idle store, start to exit (median of 21) | | | %s | | | | | |\n", ms(batch))
 	fmt.Println()
 	fmt.Println("Add → delivery by producer (a CLI batch's time includes starting `lm queue add` and taking the store's lock between the gateway's commits):")
 	fmt.Println()
@@ -84,14 +90,15 @@ func agentsBench(lm string) error {
 		fmt.Println(row)
 	}
 	fmt.Println()
-	fmt.Println("Where the time goes: a waiting call's answer comes from its process's claimer, which after each change runs one " +
-		"transaction over every call waiting, oldest first, so an add costs one claim however many agents wait. The gateway's CPU per " +
-		"delivery (the MCP call, the claim, the HTTP add) is a small part of a delivery's time: calls wait on durable commits. A call " +
-		"that comes while a round is being committed waits for it and the next, and a round hands out as many instructions as it finds " +
-		"calls waiting, so the agents' pace is the calls waiting per round over the time of a commit; the queued-before row measures it " +
-		"without producers. With producers, the rounds share the store's commits with the HTTP adds, and each `lm queue add` takes " +
-		"the store's lock between them: when the agents take fewer per commit than the producers add, a backlog grows until the adds " +
-		"stop, and the tail is the wait in it.")
+	fmt.Println("Where the time goes: a waiting call's answer comes from its process's claimer, whose pass over every call waiting " +
+		"(oldest first) runs last in each transaction the gateway commits, so an instruction added over HTTP is handed out in the " +
+		"commit that stores it, and an add costs one claim however many agents wait; a call that comes, or an add by another " +
+		"process, has the claimer make a transaction for it. The gateway's CPU per delivery (the MCP call, the claim, the HTTP add) " +
+		"is a small part of a delivery's time: calls wait on durable commits, and a pass hands out as many instructions as it finds " +
+		"calls waiting, so the agents' pace is the calls waiting per commit over the time of a commit; the queued-before row measures " +
+		"it without producers. Each `lm queue add` takes the store's lock between the gateway's commits, and its start costs CPU the " +
+		"two cores share: when the agents take fewer per commit than the producers add, a backlog grows until the adds stop, and " +
+		"the tail is the wait in it.")
 	fmt.Println()
 	return nil
 }
@@ -157,4 +164,28 @@ func agentsRun(lm string, agents int, queued bool) (agentload.Result, gatewayRun
 	res, err := agentload.Run(context.Background(), cfg)
 	_, peak := gw.memory()
 	return res, gatewayRun{peak: peak, cpu: cpuTime(gw.cmd.Process.Pid)}, err
+}
+
+// cliBatch is the median time of runs `lm queue add --jsonl` adding 100
+// instructions to a store no other process uses: the least a CLI batch's
+// add → delivery can take, before any agent takes it.
+func cliBatch(lm string, runs int) (time.Duration, error) {
+	dir, cleanup := home()
+	defer cleanup()
+	var lines strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&lines, "\"reference-%d\"\n", i)
+	}
+	times := make([]time.Duration, runs)
+	for i := range times {
+		cmd := command(dir, lm, "queue", "add", "--jsonl")
+		cmd.Stdin = strings.NewReader(lines.String())
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("lm queue add --jsonl: %v: %s", err, out)
+		}
+		times[i] = time.Since(start)
+	}
+	slices.Sort(times)
+	return times[runs/2], nil
 }
