@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime/debug"
 	"time"
 
 	ucli "github.com/urfave/cli/v3"
@@ -78,6 +79,7 @@ func (a *app) gatewayServe(ctx context.Context, cmd *ucli.Command) error {
 	if err != nil {
 		return fail(err)
 	}
+	collectLessOften()
 	// The gateway's callers are whoever reaches its port: they start as
 	// anonymous, and each request is credited with what its token proves.
 	// Its stdin and stdout are nobody's to use.
@@ -266,4 +268,21 @@ func (a *app) gatewayTokenCommand() *ucli.Command {
 			},
 		},
 	}
+}
+
+// collectLessOften has the gateway collect garbage less often than Go's
+// default, under a soft memory limit, unless the person set GOGC or
+// GOMEMLIMIT. Under load every MCP call and commit allocates, and the
+// collector took a tenth of the gateway's CPU and stretched the wait of
+// deliveries behind it: 50 agents looping get_user_request while 10,000
+// instructions were added had add → delivery p99 282–454 ms with Go's
+// default and 149–245 ms at 400 % (alternating runs); the peak resident set
+// went from 55 to 170–190 MiB. The limit bounds that under heavy load: 500
+// agents peaked at 270 MiB, against 441 MiB at 400 % without it.
+func collectLessOften() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetGCPercent(400)
+	debug.SetMemoryLimit(256 << 20)
 }
