@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"lmtool.dev/lm/pkg/agentload"
@@ -39,9 +41,9 @@ func agentsBench(lm string) error {
 		"resident set and gateway CPU its user and system time over the run, per delivery. The row before the reference queues the instructions before the agents start, with no producers: how fast the agents take a full queue.\n\n", agentsInstructions)
 	fmt.Println("| agents | deliveries/s | adds/s | add → delivery p50 | p99 | max | gateway memory, peak | gateway CPU per delivery | target |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	var split []string
+	var split, cores []string
 	for _, n := range agentsCounts {
-		res, gw, err := agentsRun(lm, n, false)
+		res, gw, err := agentsRun(lm, n, httpAndCLI)
 		if err != nil && (n == agentsCounts[0] || errors.Is(err, agentload.ErrNotExactlyOnce)) {
 			return fmt.Errorf("%d agents: %w", n, err)
 		}
@@ -61,14 +63,24 @@ func agentsBench(lm string) error {
 			gw.peakMiB(), gw.perDelivery(res), target)
 		split = append(split, fmt.Sprintf("| %d | %s | %s | %s | %s |", n, ms(percentile(res.HTTPLatency, .5)), ms(percentile(res.HTTPLatency, .99)),
 			ms(percentile(res.CLILatency, .5)), ms(percentile(res.CLILatency, .99))))
+		cores = append(cores, gw.cores(fmt.Sprintf("%d agents, HTTP and CLI", n), res))
 	}
 	n := agentsCounts[0]
-	res, gw, err := agentsRun(lm, n, true)
+	res, gw, err := agentsRun(lm, n, httpOnly)
+	if err != nil {
+		return fmt.Errorf("%d agents, %d added over HTTP: %w", n, agentsInstructions, err)
+	}
+	fmt.Printf("| %d, the %d instructions all added over HTTP (8 clients) | %.0f | %.0f | %s | %s | %s | %.1f MiB | %s | |\n", n, agentsInstructions,
+		float64(res.Delivered)/res.Elapsed.Seconds(), float64(res.Added)/res.Adding.Seconds(),
+		ms(percentile(res.Latency, .5)), ms(percentile(res.Latency, .99)), ms(percentile(res.Latency, 1)), gw.peakMiB(), gw.perDelivery(res))
+	cores = append(cores, gw.cores(fmt.Sprintf("%d agents, HTTP only", n), res))
+	res, gw, err = agentsRun(lm, n, queuedBefore)
 	if err != nil {
 		return fmt.Errorf("%d agents, %d queued before: %w", n, agentsInstructions, err)
 	}
 	fmt.Printf("| %d, the %d instructions queued before they start | %.0f | – | – | – | – | %.1f MiB | %s | |\n", n, agentsInstructions,
 		float64(res.Delivered)/res.Elapsed.Seconds(), gw.peakMiB(), gw.perDelivery(res))
+	cores = append(cores, gw.cores(fmt.Sprintf("%d agents, queued before", n), res))
 	dir, cleanup := home()
 	defer cleanup()
 	floor, err := durableCommits(filepath.Join(dir, "floor.db"), 500)
@@ -90,6 +102,14 @@ func agentsBench(lm string) error {
 		fmt.Println(row)
 	}
 	fmt.Println()
+	fmt.Println("Where the CPU went, in seconds per 1,000 instructions delivered (the load generator is this benchmark's own process: the agents' MCP clients and the HTTP producers), and the cores busy over the run:")
+	fmt.Println()
+	fmt.Println("| run | gateway | load generator | `lm queue add` processes | cores busy |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, row := range cores {
+		fmt.Println(row)
+	}
+	fmt.Println()
 	fmt.Println("Where the time goes: a waiting call's answer comes from its process's claimer, whose pass over every call waiting " +
 		"(oldest first) runs last in each transaction the gateway commits, so an instruction added over HTTP is handed out in the " +
 		"commit that stores it, and an add costs one claim however many agents wait; a call that comes, or an add by another " +
@@ -103,10 +123,24 @@ func agentsBench(lm string) error {
 	return nil
 }
 
-// gatewayRun is what a run's gateway used.
+// gatewayRun is what a run's gateway used, and the CPU time the rest of
+// the run took on the same cores.
 type gatewayRun struct {
 	peak int64         // resident set, peak, KiB
 	cpu  time.Duration // user and system time
+	// load is the load generator's time (the agents' MCP clients, the
+	// HTTP producers), cli the lm queue add processes', wall the run's.
+	load, cli, wall time.Duration
+}
+
+// cores is a row of where the CPU went in a run: seconds per 1,000
+// instructions, and cores busy over the run.
+func (g gatewayRun) cores(name string, res agentload.Result) string {
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%.2f s", d.Seconds()*1000/float64(max(res.Delivered, 1)))
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %.2f of %d |", name, per(g.cpu), per(g.load), per(g.cli),
+		(g.cpu+g.load+g.cli).Seconds()/g.wall.Seconds(), runtime.NumCPU())
 }
 
 func (g gatewayRun) peakMiB() float64 { return float64(g.peak) / 1024 }
@@ -140,9 +174,17 @@ func cpuTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * time.Second / 100
 }
 
-// agentsRun runs agents against the producers, or with queued against
-// the instructions queued before they start.
-func agentsRun(lm string, agents int, queued bool) (agentload.Result, gatewayRun, error) {
+// How a run's instructions come.
+type mix int
+
+const (
+	httpAndCLI   mix = iota // half over HTTP, half with lm queue add, at once
+	httpOnly                // all over HTTP
+	queuedBefore            // all queued before the agents start
+)
+
+// agentsRun runs agents against the instructions as m brings them.
+func agentsRun(lm string, agents int, m mix) (agentload.Result, gatewayRun, error) {
 	dir, cleanup := home()
 	defer cleanup()
 	if out, err := command(dir, lm, "queue", "config", "default_wait_seconds=30").CombinedOutput(); err != nil {
@@ -158,12 +200,31 @@ func agentsRun(lm string, agents int, queued bool) (agentload.Result, gatewayRun
 		HTTPAdds: agentsInstructions / 2, HTTPProducers: 8, CLIAdds: agentsInstructions - agentsInstructions/2, CLIBatch: 100,
 		LM: lm, Env: append(os.Environ(), "LM_HOME="+dir, "LM_STORE="), Timeout: 10 * time.Minute,
 	}
-	if queued {
+	switch m {
+	case httpOnly:
+		cfg.HTTPAdds, cfg.CLIAdds = agentsInstructions, 0
+	case queuedBefore:
 		cfg.Backlog, cfg.HTTPAdds, cfg.HTTPProducers, cfg.CLIAdds = agentsInstructions, 0, 0, 0
 	}
+	// The gateway is a child still running, so the children's time is
+	// that of the lm queue add processes the run waited for.
+	selfBefore, childrenBefore := rusage(syscall.RUSAGE_SELF), rusage(syscall.RUSAGE_CHILDREN)
+	started := time.Now()
 	res, err := agentload.Run(context.Background(), cfg)
-	_, peak := gw.memory()
-	return res, gatewayRun{peak: peak, cpu: cpuTime(gw.cmd.Process.Pid)}, err
+	run := gatewayRun{cpu: cpuTime(gw.cmd.Process.Pid), wall: time.Since(started),
+		load: rusage(syscall.RUSAGE_SELF) - selfBefore, cli: rusage(syscall.RUSAGE_CHILDREN) - childrenBefore}
+	_, run.peak = gw.memory()
+	return res, run, err
+}
+
+// rusage is the user and system time of who (this process, or its
+// children waited for).
+func rusage(who int) time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(who, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // cliBatch is the median time of runs `lm queue add --jsonl` adding 100
