@@ -40,6 +40,9 @@ type claimer struct {
 // store.AfterWrites).
 type trailing interface {
 	AfterWrites(fn func(Tx) error, done func(error))
+	// SeenByTrailers says whether fn ran after the latest change any
+	// process made, or in the transaction that made it.
+	SeenByTrailers() bool
 }
 
 // claimers holds the one claimer of each queue this process waits on, by
@@ -168,7 +171,7 @@ func (c *claimer) run(env *op.Env) {
 		return
 	}
 	defer unsubscribe()
-	look := c.looker(env)
+	look, news := c.looker(env)
 	for {
 		// The calls the last round answered in this process are ready
 		// to run: letting them come back first puts them in this round
@@ -184,27 +187,41 @@ func (c *claimer) run(env *op.Env) {
 		}
 		c.mu.Unlock()
 		look()
+		c.await(changes, news)
+	}
+}
+
+// await returns once a call came or left, or the queue changed in a way no
+// look has seen yet.
+func (c *claimer) await(changes <-chan struct{}, news func() bool) {
+	for {
 		select {
 		case <-changes:
+			if news() {
+				return
+			}
 		case <-c.kick:
+			return
 		}
 	}
 }
 
-// looker is how the loop looks at the queue for the waiting calls. Where
-// the storage's writes share transactions, the look is a pass at the end
-// of every one of them, whoever's writes it holds: an instruction added
-// over HTTP goes to a waiting call in the commit that stores it. The loop
-// then only makes sure a transaction happens, for the calls that came and
-// for changes made elsewhere. Elsewhere, it is a round of its own.
-func (c *claimer) looker(env *op.Env) func() {
+// looker is how the loop looks at the queue for the waiting calls, and
+// whether a change signalled is news to it. Where the storage's writes
+// share transactions, the look is a pass at the end of every one of them,
+// whoever's writes it holds: an instruction added over HTTP goes to a
+// waiting call in the commit that stores it, and the signal of that commit
+// is no news. The loop then only makes sure a transaction happens, for the
+// calls that came and for changes made elsewhere. Elsewhere, a look is a
+// round of its own, and every change is news.
+func (c *claimer) looker(env *op.Env) (looks func(), news func() bool) {
 	s, err := storage(context.Background(), env)
 	tr, ok := s.(trailing)
 	if err != nil || !ok {
 		return func() {
 			ws, looks, err := round(env, c.gather)
 			c.settle(ws, looks, err)
-		}
+		}, func() bool { return true }
 	}
 	c.trailer.Do(func() {
 		p := &pass{gather: c.gather}
@@ -219,7 +236,7 @@ func (c *claimer) looker(env *op.Env) func() {
 			return run(t)
 		}, func(err error) { c.passed(p, err) })
 	})
-	return func() {
+	looks = func() {
 		before := c.passes.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*env.Store.LockTimeout)
 		defer cancel()
@@ -231,6 +248,7 @@ func (c *claimer) looker(env *op.Env) func() {
 			c.settle(ws, make([]look, len(ws)), err)
 		}
 	}
+	return looks, func() bool { return !tr.SeenByTrailers() }
 }
 
 // waiting says whether any call waits.

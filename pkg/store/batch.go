@@ -64,6 +64,9 @@ type writeGroup struct {
 	queue    []*queuedWrite
 	leading  bool // a caller is committing, and will hand the lead on
 	trailers []*trailer
+	// seen is the mark of the latest commit, of any process, when the
+	// trailers last all ran: the state they looked at.
+	seen mark
 }
 
 // A trailer runs last in every transaction Batch commits (see
@@ -94,6 +97,19 @@ func (s *Store) AfterWrites(run func(*bolt.Tx) error, done func(error)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.trailers = append(g.trailers, &trailer{run: run, done: done})
+}
+
+// SeenByTrailers says whether every function AfterWrites registered ran
+// in a transaction after the store's latest commit, by any process, or in
+// the one that made it: a change signalled since is one they have seen. It
+// reads the lock file, not the store, and answers false when it cannot
+// tell.
+func (s *Store) SeenByTrailers() bool {
+	g := s.group()
+	latest := s.latestMark()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return latest != mark{} && latest == g.seen
 }
 
 func (g *writeGroup) trailersNow() []*trailer {
@@ -130,7 +146,9 @@ func (s *Store) group() *writeGroup {
 // same way. An error outside any write (the lock, the file, the commit
 // itself) is every write's.
 func (s *Store) commitBatch(batch []*queuedWrite) {
-	trailers := s.group().trailersNow()
+	g := s.group()
+	trailers := g.trailersNow()
+	registered := len(trailers)
 	// What each trailer that ran hears once the batch is settled: the
 	// last transaction's outcome if it ran in it, else why not.
 	heard := map[*trailer]error{}
@@ -163,7 +181,7 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 			ctx = batch[0].ctx
 		}
 		at, failed, trailing := -1, false, -1
-		err := s.run(ctx, true, func(tx *bolt.Tx) error {
+		err := s.runThen(ctx, true, func(tx *bolt.Tx) error {
 			for i, w := range batch {
 				at = i
 				if err := w.ctx.Err(); err != nil {
@@ -187,6 +205,13 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 			}
 			trailing = -1
 			return nil
+		}, func(lock *fileLock) {
+			// Every trailer ran, unless one failed or came since.
+			g.mu.Lock()
+			if len(trailers) == registered && len(g.trailers) == registered {
+				g.seen = lock.latest()
+			}
+			g.mu.Unlock()
 		})
 		// Without a returned error, the write or trailer that was running
 		// when the transaction failed panicked.

@@ -304,3 +304,45 @@ func TestAfterWritesRunLastAndHearHowTheirTransactionEnded(t *testing.T) {
 		}
 	}
 }
+
+// SeenByTrailers is true only while the store's latest commit is one the
+// trailers ran after or in: a commit without them, one an earlier version
+// signals with a bare line break, or a batch whose trailer failed is news.
+func TestSeenByTrailersTellsWhetherTheLatestCommitIsNews(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	bucket := []byte("t")
+	if err := s.Update(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	var fail error
+	s.AfterWrites(func(*bolt.Tx) error { return fail }, func(error) {})
+	put := func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("k"), fmt.Appendf(nil, "%d", time.Now().UnixNano())) }
+	step := func(what string, do func() error, want bool) {
+		t.Helper()
+		if err := do(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := s.SeenByTrailers(); got != want {
+			t.Errorf("after %s: seen %v, want %v", what, got, want)
+		}
+	}
+	if s.SeenByTrailers() {
+		t.Error("seen before the trailers ever ran")
+	}
+	step("a batch", func() error { return s.Batch(ctx, put) }, true)
+	step("a batch that changed nothing", func() error { return s.Batch(ctx, func(*bolt.Tx) error { return nil }) }, true)
+	step("a commit without the trailers", func() error { return s.Update(ctx, put) }, false)
+	step("another batch", func() error { return s.Batch(ctx, put) }, true)
+	step("an earlier version's commit", func() error {
+		f, err := os.OpenFile(s.LockPath(), os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteAt([]byte{'\n'}, 0)
+		return err
+	}, false)
+	fail = errors.New("refused")
+	step("a batch whose trailer failed", func() error { return s.Batch(ctx, put) }, false)
+}

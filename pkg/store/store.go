@@ -8,12 +8,15 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -143,6 +146,12 @@ func (s *Store) View(ctx context.Context, fn func(*bolt.Tx) error) error {
 var errNeedsMigration = errors.New("store needs migration")
 
 func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (err error) {
+	return s.runThen(ctx, write, fn, nil)
+}
+
+// runThen is run, with then (when not nil) called after a transaction that
+// succeeded, still under the lock it held.
+func (s *Store) runThen(ctx context.Context, write bool, fn func(*bolt.Tx) error, then func(*fileLock)) (err error) {
 	if s.err != nil {
 		return s.err
 	}
@@ -151,7 +160,15 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 	if err := s.checkKind(); err != nil {
 		return err
 	}
-	return s.locked(ctx, write, func(lock *fileLock) error { return s.transact(ctx, write, lock, fn) })
+	return s.locked(ctx, write, func(lock *fileLock) error {
+		if err := s.transact(ctx, write, lock, fn); err != nil {
+			return err
+		}
+		if then != nil {
+			then(lock)
+		}
+		return nil
+	})
 }
 
 // viewHeld is a read transaction under a lock that fn's caller holds, a
@@ -526,7 +543,52 @@ func (b waitBudget) release() { <-b.free }
 // notify tells watchers that a write committed. Writing one byte at offset 0
 // raises an inotify IN_MODIFY on the sidecar without growing it.
 func (l *fileLock) notify() {
-	syscall.Pwrite(l.fd, []byte{'\n'}, 0)
+	m := newMark()
+	syscall.Pwrite(l.fd, m[:], 0)
+}
+
+// A mark is what a commit's notify writes at the start of the lock file: a
+// tag, this process's random id and the count of its commits, so every
+// commit of any process leaves other bytes there than the one before. Read
+// back, it tells whether the store changed since a commit without a
+// transaction (see SeenByTrailers). The tag is not the line break that
+// earlier versions write there alone, so their commits change it too.
+type mark [16]byte
+
+var (
+	processMark = func() (id [7]byte) {
+		rand.Read(id[:])
+		return id
+	}()
+	marksMade atomic.Uint64
+)
+
+func newMark() (m mark) {
+	m[0] = 'm'
+	copy(m[1:8], processMark[:])
+	binary.BigEndian.PutUint64(m[8:], marksMade.Add(1))
+	return m
+}
+
+// latest is the mark of the store's latest commit; held, no commit comes
+// between reading it and letting go.
+func (l *fileLock) latest() (m mark) {
+	syscall.Pread(l.fd, m[:], 0)
+	return m
+}
+
+// latestMark reads the mark of the store's latest commit without taking
+// the lock: the zero mark when it cannot be read.
+func (s *Store) latestMark() (m mark) {
+	fd, err := syscall.Open(s.LockPath(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return mark{}
+	}
+	defer syscall.Close(fd)
+	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) {
+		return mark{}
+	}
+	return m
 }
 
 // release unlocks by closing: closing the descriptor drops its flock.
