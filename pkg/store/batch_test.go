@@ -317,7 +317,9 @@ func TestSeenByTrailersTellsWhetherTheLatestCommitIsNews(t *testing.T) {
 	}
 	var fail error
 	s.AfterWrites(func(*bolt.Tx) error { return fail }, func(error) {})
-	put := func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("k"), fmt.Appendf(nil, "%d", time.Now().UnixNano())) }
+	put := func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).Put([]byte("k"), fmt.Appendf(nil, "%d", time.Now().UnixNano()))
+	}
 	step := func(what string, do func() error, want bool) {
 		t.Helper()
 		if err := do(); err != nil {
