@@ -24,6 +24,7 @@ type claimer struct {
 	mu      sync.Mutex
 	waiters []*waiter // oldest first
 	running bool      // the loop runs; it ends once no call waits
+	failing bool      // the last look failed: recording waits for news
 	// kick wakes the loop for a call that came, or for the last that left.
 	kick chan struct{}
 
@@ -81,10 +82,22 @@ type waiter struct {
 	answer chan answer
 
 	// Guarded by the claimer's mu.
-	seen    bool // the first look happened
-	inRound bool // in the transaction running now
-	leaving bool // its call left while it was in a round
+	seen     bool // the first look happened
+	recorded bool // the queue records its agent waiting
+	inRound  bool // in the transaction running now
+	leaving  bool // its call left while it was in a round
+	// joined is when it came, by this process's clock: the queue records
+	// its agent waiting once it has waited recordWaitingAfter.
+	joined time.Time
 }
+
+// recordWaitingAfter is how long a call waits before the queue records its
+// agent waiting (the page's agents, lm queue status). With agents taking
+// instructions as fast as they come, a call waits a few milliseconds, and
+// recording each of those waits was a durable commit of its own for news
+// no person could see: with 50 agents and adds over HTTP, a third of the
+// gateway's commits.
+const recordWaitingAfter = 50 * time.Millisecond
 
 // confirms says whether the call's face tells when its reply reached the
 // agent (lm mcp, the command line). One that cannot tell would acknowledge
@@ -111,6 +124,7 @@ func (c *claimer) poke() {
 // it.
 func (c *claimer) join(w *waiter) {
 	c.mu.Lock()
+	w.joined = time.Now()
 	c.waiters = append(c.waiters, w)
 	start := !c.running
 	c.running = true
@@ -191,9 +205,15 @@ func (c *claimer) run(env *op.Env) {
 	}
 }
 
-// await returns once a call came or left, or the queue changed in a way no
-// look has seen yet.
+// await returns once a call came or left, the queue changed in a way no
+// look has seen yet, or a call has waited long enough to be recorded.
 func (c *claimer) await(changes <-chan struct{}, news func() bool) {
+	var record <-chan time.Time
+	if at, ok := c.nextRecord(); ok {
+		timer := time.NewTimer(time.Until(at))
+		defer timer.Stop()
+		record = timer.C
+	}
 	for {
 		select {
 		case <-changes:
@@ -202,8 +222,31 @@ func (c *claimer) await(changes <-chan struct{}, news func() bool) {
 			}
 		case <-c.kick:
 			return
+		case <-record:
+			return
 		}
 	}
+}
+
+// nextRecord is when the first call still unrecorded will have waited
+// recordWaitingAfter.
+func (c *claimer) nextRecord() (at time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failing {
+		// Looking again on a timer would only fail again: the watch
+		// signals once the store is back.
+		return at, false
+	}
+	for _, w := range c.waiters {
+		if w.recorded {
+			continue
+		}
+		if due := w.joined.Add(recordWaitingAfter); !ok || due.Before(at) {
+			at, ok = due, true
+		}
+	}
+	return at, ok
 }
 
 // looker is how the loop looks at the queue for the waiting calls, and
@@ -297,6 +340,7 @@ type look struct {
 	deadline time.Time
 	out      *NextOutput // the instruction handed to it
 	passed   bool        // superseded or gone: it takes nothing
+	recorded bool        // its agent recorded waiting
 }
 
 // gather takes the calls waiting now into the round being made, oldest
@@ -392,10 +436,15 @@ func (p *pass) run(t *tx) error {
 			l.out = &out
 			continue
 		}
-		if !w.seen {
-			if err := t.waiting(w.agent, l.deadline); err != nil {
+		if !w.recorded && time.Since(w.joined) >= recordWaitingAfter {
+			deadline := w.deadline
+			if !w.seen {
+				deadline = l.deadline
+			}
+			if err := t.waiting(w.agent, deadline); err != nil {
 				return err
 			}
+			l.recorded = true
 		}
 	}
 	// A caller that gave up while we worked must not get an instruction
@@ -415,6 +464,7 @@ func (p *pass) run(t *tx) error {
 func (c *claimer) settle(ws []*waiter, looks []look, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.failing = err != nil
 	for i, w := range ws {
 		w.inRound = false
 		var a *answer
@@ -432,6 +482,7 @@ func (c *claimer) settle(ws []*waiter, looks []look, err error) {
 				w.settings, w.deadline, w.seen = l.settings, l.deadline, true
 				close(w.looked)
 			}
+			w.recorded = w.recorded || l.recorded
 			if l.out != nil {
 				a = &answer{out: l.out}
 			} else if l.passed {

@@ -207,3 +207,44 @@ func TestAnAddReachesAWaitingCallInTheCommitThatStoresIt(t *testing.T) {
 		t.Errorf("the add and its delivery took %d commits, want 1", n)
 	}
 }
+
+// A call answered soon after it came writes nothing of its own: the queue
+// records an agent waiting only once its call has waited a while, so a
+// delivery to agents that keep up is the add's commit alone, not that and
+// a commit saying the agent waits.
+func TestACallAnsweredSoonWritesNoWaitingRecord(t *testing.T) {
+	env := testkit.Env(t)
+	setWait(t, env, 60)
+	ctx := context.Background()
+	commits := func() int {
+		var id int
+		if err := env.Store.View(ctx, func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	before := commits()
+	const calls = 20
+	for i := range calls {
+		got := make(chan queue.NextOutput, 1)
+		go func() {
+			out, err := queue.Next(ctx, env, queue.NextInput{AgentID: "agent"})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- out
+		}()
+		// Time for the call's first look, well before it counts as waiting.
+		time.Sleep(5 * time.Millisecond)
+		if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if content := received(t, "agent", got); content != fmt.Sprint(i) {
+			t.Fatalf("call %d got %q", i, content)
+		}
+	}
+	// A few calls may wait long enough on a busy machine to be recorded.
+	if n := commits() - before; n > calls*3/2 {
+		t.Errorf("%d calls answered within milliseconds made %d commits, want about one each", calls, n)
+	}
+}
