@@ -189,21 +189,14 @@ func TestAnAddReachesAWaitingCallInTheCommitThatStoresIt(t *testing.T) {
 	setWait(t, env, 60)
 	ctx := context.Background()
 	got := waiting(t, env, "agent")
-	commits := func() int {
-		var id int
-		if err := env.Store.View(ctx, func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	before := commits()
+	before := commits(t, env)
 	if _, err := queue.Add(ctx, env, queue.AddInput{Contents: []string{"work"}}); err != nil {
 		t.Fatal(err)
 	}
 	if content := received(t, "agent", got); content != "work" {
 		t.Fatalf("got %q", content)
 	}
-	if n := commits() - before; n != 1 {
+	if n := commits(t, env) - before; n != 1 {
 		t.Errorf("the add and its delivery took %d commits, want 1", n)
 	}
 }
@@ -216,14 +209,7 @@ func TestACallAnsweredSoonWritesNoWaitingRecord(t *testing.T) {
 	env := testkit.Env(t)
 	setWait(t, env, 60)
 	ctx := context.Background()
-	commits := func() int {
-		var id int
-		if err := env.Store.View(ctx, func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
-	before := commits()
+	before := commits(t, env)
 	const calls = 20
 	for i := range calls {
 		got := make(chan queue.NextOutput, 1)
@@ -244,7 +230,18 @@ func TestACallAnsweredSoonWritesNoWaitingRecord(t *testing.T) {
 		}
 	}
 	// A few calls may wait long enough on a busy machine to be recorded.
-	if n := commits() - before; n > calls*3/2 {
+	if n := commits(t, env) - before; n > calls*3/2 {
 		t.Errorf("%d calls answered within milliseconds made %d commits, want about one each", calls, n)
 	}
+}
+
+// commits is the id of the store's latest transaction: the count of its
+// commits.
+func commits(t *testing.T, env *op.Env) int {
+	t.Helper()
+	var id int
+	if err := env.Store.View(context.Background(), func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
