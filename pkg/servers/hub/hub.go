@@ -402,7 +402,11 @@ func (h *Hub) upstreamNotification(c *child, n mcp.JSONRPCNotification) {
 			relay.(func(map[string]any))(params)
 		}
 	case "notifications/message":
-		if !c.logs.take(time.Now()) {
+		if ok, dropped := c.logs.take(time.Now()); !ok {
+			if dropped > 0 {
+				h.log.Warn("server logs faster than its messages are passed on: some dropped", "server", c.name, "dropped", dropped,
+					"passed", fmt.Sprintf("%d at once, then %d a second", logBurst, logsPerSecond))
+			}
 			return
 		}
 		c.own.SendNotificationToAllClients(n.Method, params)

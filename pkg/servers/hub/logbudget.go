@@ -16,15 +16,24 @@ const (
 	logsPerSecond = 20
 )
 
+// dropsToldEvery is how often, at most, the gateway's log says how many
+// of a server's messages it dropped, so a person can tell a quiet server
+// from one whose flood is cut.
+const dropsToldEvery = 10 * time.Second
+
 // logBudget is a token bucket of a server's log messages.
 type logBudget struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	dropped int       // since the last time they were told
+	told    time.Time // when they last were
 }
 
-// take reports whether a message logged at now may pass.
-func (b *logBudget) take(now time.Time) bool {
+// take reports whether a message logged at now may pass, and when it may
+// not, how many were dropped since they were last told, once that is
+// dropsToldEvery ago (0 until then).
+func (b *logBudget) take(now time.Time) (ok bool, tell int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.last.IsZero() {
@@ -33,9 +42,14 @@ func (b *logBudget) take(now time.Time) bool {
 		b.tokens = min(logBurst, b.tokens+now.Sub(b.last).Seconds()*logsPerSecond)
 	}
 	b.last = now
-	if b.tokens < 1 {
-		return false
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
 	}
-	b.tokens--
-	return true
+	b.dropped++
+	if !b.told.IsZero() && now.Sub(b.told) < dropsToldEvery {
+		return false, 0
+	}
+	tell, b.dropped, b.told = b.dropped, 0, now
+	return false, tell
 }

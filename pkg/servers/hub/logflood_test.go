@@ -2,8 +2,8 @@ package hub
 
 import (
 	"context"
-	"io"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"lmtool.dev/lm/pkg/servers"
+	"lmtool.dev/lm/pkg/testkit"
 )
 
 // A server's log messages reach /mcp's sessions at a rate people read
@@ -19,7 +20,8 @@ import (
 // and mcp-go reports each one a full queue drops to the error hooks in a
 // goroutine of its own.
 func TestAChildsLogFloodIsBounded(t *testing.T) {
-	h, url := startHubWith(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 1}}}`, io.Discard, true)
+	var log testkit.Buffer
+	h, url := startHubWith(t, `{"mcpServers": {"raw": {`+childServer(t, "raw", nil)+`, "auto_start": true, "timeout": 1}}}`, &log, true)
 	if s := settled(t, h, "raw"); s.State != servers.Running {
 		t.Fatalf("raw: %+v", s)
 	}
@@ -37,5 +39,10 @@ func TestAChildsLogFloodIsBounded(t *testing.T) {
 	}
 	if most > 1000 || dropped.Load() > 1000 {
 		t.Errorf("a child's 100,000 log messages took %d goroutines, %d dropped by a session's full queue", most, dropped.Load())
+	}
+	// The gateway's log says the server's messages are being dropped, and
+	// says it once, not once a message.
+	if told := strings.Count(log.String(), "server=raw dropped="); told < 1 || told > 2 {
+		t.Errorf("the log told of dropped messages %d times in 3 s:\n%.2000s", told, log.String())
 	}
 }
