@@ -1,16 +1,20 @@
 package gatewayd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"lmtool.dev/lm/pkg/cappedlog"
+	"io"
 	"os"
 	"strconv"
 	"time"
 
+	"lmtool.dev/lm/pkg/cappedlog"
 	"lmtool.dev/lm/pkg/duration"
 	"lmtool.dev/lm/pkg/gateway/token"
+	"lmtool.dev/lm/pkg/jsonio"
 	"lmtool.dev/lm/pkg/op"
+	"lmtool.dev/lm/pkg/table"
 )
 
 // The waits of the lifecycle commands.
@@ -289,13 +293,42 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (struct{}, error) {
 	if err != nil {
 		return struct{}{}, err
 	}
+	out := env.Stdout
+	if jsonio.IsTerminal(out) {
+		// The log holds what agents and servers sent (names, instructions,
+		// a server's messages) as JSON, which leaves C1 and bidirectional
+		// controls raw: a person's terminal is shown them escaped.
+		out = &printableLines{w: out}
+	}
 	for _, l := range lines {
-		if _, err := fmt.Fprintln(env.Stdout, l); err != nil {
+		if _, err := fmt.Fprintln(out, l); err != nil {
 			return struct{}{}, err
 		}
 	}
 	if !in.Follow {
 		return struct{}{}, nil
 	}
-	return struct{}{}, cappedlog.Follow(ctx, log, end, env.Stdout)
+	return struct{}{}, cappedlog.Follow(ctx, log, end, out)
+}
+
+// printableLines writes whole lines to w, each with what a terminal would
+// interpret escaped (see table.Printable); a line is held until it ends,
+// so an escape is never cut in two.
+type printableLines struct {
+	w       io.Writer
+	partial []byte
+}
+
+func (p *printableLines) Write(b []byte) (int, error) {
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		if _, err := io.WriteString(p.w, table.Printable(string(p.partial[:i]))+"\n"); err != nil {
+			return 0, err
+		}
+		p.partial = p.partial[i+1:]
+	}
 }
