@@ -348,3 +348,38 @@ func TestSeenByTrailersTellsWhetherTheLatestCommitIsNews(t *testing.T) {
 	fail = errors.New("refused")
 	step("a batch whose trailer failed", func() error { return s.Batch(ctx, put) }, false)
 }
+
+// An earlier version signals each commit with the same bare line break, so
+// its second commit in a row leaves the lock file as its first did: once
+// the trailers have looked after the first (a batch that changed nothing,
+// which writes no mark), the second must still be news.
+func TestSeenByTrailersTellsEachOfAnEarlierVersionsCommits(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	s.AfterWrites(func(*bolt.Tx) error { return nil }, func(error) {})
+	if err := s.Batch(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("t")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	earlier := func() {
+		t.Helper()
+		f, err := os.OpenFile(s.LockPath(), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte{'\n'}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	earlier()
+	if s.SeenByTrailers() {
+		t.Error("an earlier version's commit was seen before the trailers ran")
+	}
+	if err := s.Batch(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	earlier()
+	if s.SeenByTrailers() {
+		t.Error("an earlier version's second commit was taken for its first, seen already")
+	}
+}

@@ -552,7 +552,7 @@ func (l *fileLock) notify() {
 // commit of any process leaves other bytes there than the one before. Read
 // back, it tells whether the store changed since a commit without a
 // transaction (see SeenByTrailers). The tag is not the line break that
-// earlier versions write there alone, so their commits change it too.
+// earlier versions write there alone: a mark without it tells nothing.
 type mark [16]byte
 
 var (
@@ -578,14 +578,17 @@ func (l *fileLock) latest() (m mark) {
 }
 
 // latestMark reads the mark of the store's latest commit without taking
-// the lock: the zero mark when it cannot be read.
+// the lock: the zero mark when it cannot be read, or when an earlier
+// version's line break is there: every commit of that version writes the
+// same byte, so two of them in a row leave the same bytes, and which
+// commit it stands for cannot be told.
 func (s *Store) latestMark() (m mark) {
 	fd, err := syscall.Open(s.LockPath(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return mark{}
 	}
 	defer syscall.Close(fd)
-	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) {
+	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) || m[0] != 'm' {
 		return mark{}
 	}
 	return m
