@@ -383,3 +383,43 @@ func TestSeenByTrailersTellsEachOfAnEarlierVersionsCommits(t *testing.T) {
 		t.Error("an earlier version's second commit was taken for its first, seen already")
 	}
 }
+
+// A watcher woken by a batch's commit finds that commit seen by the
+// trailers that ran in it: were the mark written before it was recorded
+// seen, the queue's claimer, woken by the add that delivered to a waiting
+// call, would take it for news and look again for nothing.
+func TestSeenByTrailersAsSoonAsTheCommitSignals(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	s.AfterWrites(func(*bolt.Tx) error { return nil }, func(error) {})
+	bucket := []byte("t")
+	if err := s.Batch(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	changes, cancel, err := s.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	unseen := 0
+	for i := range 50 {
+		select {
+		case <-changes:
+		default:
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Batch(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("k"), fmt.Append(nil, i)) })
+		}()
+		<-changes
+		if !s.SeenByTrailers() {
+			unseen++
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if unseen > 0 {
+		t.Errorf("%d of 50 commits were news to the watcher they woke, though the trailers ran in them", unseen)
+	}
+}
