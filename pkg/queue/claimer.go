@@ -25,6 +25,7 @@ type claimer struct {
 	waiters []*waiter // oldest first
 	running bool      // the loop runs; it ends once no call waits
 	failing bool      // the last look failed: recording waits for news
+	failed  time.Time // when it failed
 	// kick wakes the loop for a call that came, or for the last that left.
 	kick chan struct{}
 
@@ -201,15 +202,19 @@ func (c *claimer) run(env *op.Env) {
 		}
 		c.mu.Unlock()
 		look()
-		c.await(changes, news)
+		retry := env.Store.LockTimeout
+		if retry <= 0 {
+			retry = store.DefaultLockTimeout
+		}
+		c.await(changes, news, retry)
 	}
 }
 
 // await returns once a call came or left, the queue changed in a way no
 // look has seen yet, or a call has waited long enough to be recorded.
-func (c *claimer) await(changes <-chan struct{}, news func() bool) {
+func (c *claimer) await(changes <-chan struct{}, news func() bool, retry time.Duration) {
 	var record <-chan time.Time
-	if at, ok := c.nextRecord(); ok {
+	if at, ok := c.nextRecord(retry); ok {
 		timer := time.NewTimer(time.Until(at))
 		defer timer.Stop()
 		record = timer.C
@@ -229,21 +234,25 @@ func (c *claimer) await(changes <-chan struct{}, news func() bool) {
 }
 
 // nextRecord is when the first call still unrecorded will have waited
-// recordWaitingAfter.
-func (c *claimer) nextRecord() (at time.Time, ok bool) {
+// recordWaitingAfter, or, while looks fail, retry after the last failure.
+func (c *claimer) nextRecord(retry time.Duration) (at time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.failing {
-		// Looking again on a timer would only fail again: the watch
-		// signals once the store is back.
-		return at, false
-	}
 	for _, w := range c.waiters {
 		if w.recorded {
 			continue
 		}
 		if due := w.joined.Add(recordWaitingAfter); !ok || due.Before(at) {
 			at, ok = due, true
+		}
+	}
+	if ok && c.failing {
+		// Looking again at once would only fail again, but waiting for
+		// the watch is not enough: a lock another process held past the
+		// timeout, or space freed on a full disk, comes back without a
+		// commit to signal it, and the call would never be recorded.
+		if again := c.failed.Add(retry); again.After(at) {
+			at = again
 		}
 	}
 	return at, ok
@@ -465,6 +474,9 @@ func (c *claimer) settle(ws []*waiter, looks []look, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.failing = err != nil
+	if c.failing {
+		c.failed = time.Now()
+	}
 	for i, w := range ws {
 		w.inRound = false
 		var a *answer

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,4 +245,54 @@ func commits(t *testing.T, env *op.Env) int {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// A call whose record as waiting failed because another process held the
+// store past the lock timeout is recorded once the store is free again,
+// although nothing changed meanwhile: the lock coming free signals nothing.
+func TestACallIsRecordedWaitingAfterTheLockWasHeldElsewhere(t *testing.T) {
+	env := testkit.Env(t)
+	setWait(t, env, 60)
+	env.Store.LockTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	looked := make(chan struct{}, 1)
+	env.Progress = func(float64, float64, string) {
+		select {
+		case looked <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		queue.Next(ctx, env, queue.NextInput{AgentID: "held-out"})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-looked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no first look")
+	}
+	// Another process holds the store while the call would be recorded.
+	fd, err := syscall.Open(env.Store.LockPath(), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(fd, syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * env.Store.LockTimeout)
+	syscall.Close(fd)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		s, _ := queue.Status(context.Background(), env, queue.Empty{})
+		for _, a := range s.Agents {
+			if a.AgentID == "held-out" && a.Waiting {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Error("the call was never recorded waiting once the store was free")
 }

@@ -205,11 +205,11 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 			}
 			trailing = -1
 			return nil
-		}, func(lock *fileLock) {
+		}, func(latest mark) {
 			// Every trailer ran, unless one failed or came since.
 			g.mu.Lock()
 			if len(trailers) == registered && len(g.trailers) == registered {
-				g.seen = lock.latest()
+				g.seen = latest
 			}
 			g.mu.Unlock()
 		})

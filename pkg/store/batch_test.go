@@ -348,3 +348,78 @@ func TestSeenByTrailersTellsWhetherTheLatestCommitIsNews(t *testing.T) {
 	fail = errors.New("refused")
 	step("a batch whose trailer failed", func() error { return s.Batch(ctx, put) }, false)
 }
+
+// An earlier version signals each commit with the same bare line break, so
+// its second commit in a row leaves the lock file as its first did: once
+// the trailers have looked after the first (a batch that changed nothing,
+// which writes no mark), the second must still be news.
+func TestSeenByTrailersTellsEachOfAnEarlierVersionsCommits(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	s.AfterWrites(func(*bolt.Tx) error { return nil }, func(error) {})
+	if err := s.Batch(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("t")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	earlier := func() {
+		t.Helper()
+		f, err := os.OpenFile(s.LockPath(), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte{'\n'}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	earlier()
+	if s.SeenByTrailers() {
+		t.Error("an earlier version's commit was seen before the trailers ran")
+	}
+	if err := s.Batch(ctx, func(*bolt.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	earlier()
+	if s.SeenByTrailers() {
+		t.Error("an earlier version's second commit was taken for its first, seen already")
+	}
+}
+
+// A watcher woken by a batch's commit finds that commit seen by the
+// trailers that ran in it: were the mark written before it was recorded
+// seen, the queue's claimer, woken by the add that delivered to a waiting
+// call, would take it for news and look again for nothing.
+func TestSeenByTrailersAsSoonAsTheCommitSignals(t *testing.T) {
+	s := New(filepath.Join(t.TempDir(), "lm.db"), time.Minute)
+	ctx := context.Background()
+	s.AfterWrites(func(*bolt.Tx) error { return nil }, func(error) {})
+	bucket := []byte("t")
+	if err := s.Batch(ctx, func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	changes, cancel, err := s.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	unseen := 0
+	for i := range 50 {
+		select {
+		case <-changes:
+		default:
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Batch(ctx, func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte("k"), fmt.Append(nil, i)) })
+		}()
+		<-changes
+		if !s.SeenByTrailers() {
+			unseen++
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if unseen > 0 {
+		t.Errorf("%d of 50 commits were news to the watcher they woke, though the trailers ran in them", unseen)
+	}
+}

@@ -150,8 +150,9 @@ func (s *Store) run(ctx context.Context, write bool, fn func(*bolt.Tx) error) (e
 }
 
 // runThen is run, with then (when not nil) called after a transaction that
-// succeeded, still under the lock it held.
-func (s *Store) runThen(ctx context.Context, write bool, fn func(*bolt.Tx) error, then func(*fileLock)) (err error) {
+// succeeded, still under the lock it held, with the mark of the store's
+// latest commit: the one this transaction made, before it is written.
+func (s *Store) runThen(ctx context.Context, write bool, fn func(*bolt.Tx) error, then func(mark)) (err error) {
 	if s.err != nil {
 		return s.err
 	}
@@ -161,11 +162,15 @@ func (s *Store) runThen(ctx context.Context, write bool, fn func(*bolt.Tx) error
 		return err
 	}
 	return s.locked(ctx, write, func(lock *fileLock) error {
+		// A commit's notify hands then the mark it writes before writing
+		// it: a watcher woken by the write finds then's work done.
+		lock.beforeMark = then
 		if err := s.transact(ctx, write, lock, fn); err != nil {
 			return err
 		}
-		if then != nil {
-			then(lock)
+		if lock.beforeMark != nil {
+			// Nothing changed, no mark written: the latest stands.
+			lock.beforeMark(lock.latest())
 		}
 		return nil
 	})
@@ -440,7 +445,11 @@ func (s *Store) migrate(tx *bolt.Tx) error {
 // fileLock is a flock on the sidecar file. It holds a raw descriptor: every
 // (*os.File).Fd call costs two fcntl calls, and this runs on every
 // transaction of every process.
-type fileLock struct{ fd int }
+type fileLock struct {
+	fd int
+	// beforeMark, when set, hears the mark notify is about to write.
+	beforeMark func(mark)
+}
 
 // acquire takes the sidecar lock. When another process holds it, the wait
 // is a blocking flock, so the kernel wakes this process the moment the
@@ -544,6 +553,10 @@ func (b waitBudget) release() { <-b.free }
 // raises an inotify IN_MODIFY on the sidecar without growing it.
 func (l *fileLock) notify() {
 	m := newMark()
+	if then := l.beforeMark; then != nil {
+		l.beforeMark = nil
+		then(m)
+	}
 	syscall.Pwrite(l.fd, m[:], 0)
 }
 
@@ -552,7 +565,7 @@ func (l *fileLock) notify() {
 // commit of any process leaves other bytes there than the one before. Read
 // back, it tells whether the store changed since a commit without a
 // transaction (see SeenByTrailers). The tag is not the line break that
-// earlier versions write there alone, so their commits change it too.
+// earlier versions write there alone: a mark without it tells nothing.
 type mark [16]byte
 
 var (
@@ -578,14 +591,17 @@ func (l *fileLock) latest() (m mark) {
 }
 
 // latestMark reads the mark of the store's latest commit without taking
-// the lock: the zero mark when it cannot be read.
+// the lock: the zero mark when it cannot be read, or when an earlier
+// version's line break is there: every commit of that version writes the
+// same byte, so two of them in a row leave the same bytes, and which
+// commit it stands for cannot be told.
 func (s *Store) latestMark() (m mark) {
 	fd, err := syscall.Open(s.LockPath(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return mark{}
 	}
 	defer syscall.Close(fd)
-	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) {
+	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) || m[0] != 'm' {
 		return mark{}
 	}
 	return m
