@@ -335,8 +335,7 @@ func (c *claimer) release(ws []*waiter) {
 	defer c.mu.Unlock()
 	for _, w := range ws {
 		w.inRound = false
-		if w.leaving {
-			c.remove(w)
+		if w.leaving && c.remove(w) {
 			w.answer <- answer{}
 		}
 	}
@@ -504,8 +503,9 @@ func (c *claimer) settle(ws []*waiter, looks []look, err error) {
 		if a == nil && w.leaving {
 			a = &answer{}
 		}
-		if a != nil {
-			c.remove(w)
+		// A call is answered once, by whoever takes it out of the
+		// waiting calls.
+		if a != nil && c.remove(w) {
 			w.answer <- *a
 		}
 	}

@@ -289,3 +289,35 @@ func TestRoundTakesTheCallsThatCameWhileItWaitedForACommit(t *testing.T) {
 		t.Fatalf("consumed at %s and %s: in two transactions", a.Instruction.ConsumedAt, b.Instruction.ConsumedAt)
 	}
 }
+
+// A call is answered once however many settle it: the loop's own look and
+// a pass in the same failed commit can both report the failure, and a
+// second answer to a call that has not read the first would block, holding
+// the claimer's lock, every later call and write of the process.
+func TestACallSettledTwiceIsAnsweredOnce(t *testing.T) {
+	env := testkit.Env(t)
+	c := &claimer{kick: make(chan struct{}, 1)}
+	w := lookedCall(context.Background(), env, "agent")
+	c.waiters = []*waiter{w}
+	failed := op.Errorf(op.KindInternal, "the commit failed")
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		c.settle([]*waiter{w}, make([]look, 1), failed)
+		c.settle([]*waiter{w}, make([]look, 1), failed)
+		c.release([]*waiter{w})
+	}()
+	select {
+	case <-settled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("settling a call a second time blocked")
+	}
+	if a := <-w.answer; a.err == nil {
+		t.Errorf("the call's answer: %+v, want the failure", a)
+	}
+	select {
+	case a := <-w.answer:
+		t.Errorf("a second answer: %+v", a)
+	default:
+	}
+}

@@ -150,13 +150,15 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 	trailers := g.trailersNow()
 	registered := len(trailers)
 	// What each trailer that ran hears once the batch is settled: the
-	// last transaction's outcome if it ran in it, else why not.
+	// last transaction's outcome if it ran in it, else why not. It hears
+	// it before the writes' callers return, which may act on what a
+	// trailer did (a call waiting on the queue's claimer).
 	heard := map[*trailer]error{}
-	defer func() {
+	tell := func() {
 		for t, err := range heard {
 			t.done(err)
 		}
-	}()
+	}
 	for {
 		// Writes whose callers gave up are answered together before the
 		// transaction: found one by one inside it, each would roll back
@@ -171,6 +173,7 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 			return false
 		})
 		if len(batch) == 0 {
+			tell()
 			return
 		}
 		// Alone, a write's own context bounds its wait for the lock, as
@@ -230,6 +233,7 @@ func (s *Store) commitBatch(batch []*queuedWrite) {
 				heard[t] = err
 			}
 		}
+		tell()
 		for _, w := range batch {
 			w.finish(err)
 		}
