@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,5 +99,20 @@ func TestFollowStdioAcrossRotations(t *testing.T) {
 	current, _ := os.ReadFile(path)
 	if !strings.Contains(string(current), "straight to stderr") {
 		t.Fatalf("stderr did not follow the rotation; current file: %q", current)
+	}
+}
+
+// Lines hands on whole lines only, however the bytes are cut: a line
+// written in pieces comes once it ends, several in one write one by one.
+func TestLinesHandsOnWholeLines(t *testing.T) {
+	var got []string
+	w := Lines(func(line string) error { got = append(got, line); return nil })
+	for _, piece := range []string{"fir", "st\nsec", "ond\nthird\n", "unfinished"} {
+		if n, err := w.Write([]byte(piece)); err != nil || n != len(piece) {
+			t.Fatalf("write %q: %d, %v", piece, n, err)
+		}
+	}
+	if want := []string{"first", "second", "third"}; !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package cappedlog
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -84,4 +85,26 @@ func rotated(a, b *os.File) bool {
 	sa, err1 := a.Stat()
 	sb, err2 := b.Stat()
 	return err1 == nil && err2 == nil && !os.SameFile(sa, sb)
+}
+
+// Lines is a writer for Follow that hands each whole line to emit, without
+// its line break: a line written in pieces is held until it ends.
+func Lines(emit func(line string) error) io.Writer { return &lines{emit: emit} }
+
+type lines struct {
+	buf  bytes.Buffer
+	emit func(string) error
+}
+
+func (w *lines) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	for {
+		i := bytes.IndexByte(w.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if err := w.emit(string(w.buf.Next(i + 1)[:i])); err != nil {
+			return 0, err
+		}
+	}
 }

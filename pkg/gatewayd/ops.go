@@ -1,7 +1,6 @@
 package gatewayd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -298,7 +297,11 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (struct{}, error) {
 		// The log holds what agents and servers sent (names, instructions,
 		// a server's messages) as JSON, which leaves C1 and bidirectional
 		// controls raw: a person's terminal is shown them escaped.
-		out = &printableLines{w: out}
+		terminal := out
+		out = cappedlog.Lines(func(line string) error {
+			_, err := io.WriteString(terminal, table.Printable(line)+"\n")
+			return err
+		})
 	}
 	for _, l := range lines {
 		if _, err := fmt.Fprintln(out, l); err != nil {
@@ -309,26 +312,4 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (struct{}, error) {
 		return struct{}{}, nil
 	}
 	return struct{}{}, cappedlog.Follow(ctx, log, end, out)
-}
-
-// printableLines writes whole lines to w, each with what a terminal would
-// interpret escaped (see table.Printable); a line is held until it ends,
-// so an escape is never cut in two.
-type printableLines struct {
-	w       io.Writer
-	partial []byte
-}
-
-func (p *printableLines) Write(b []byte) (int, error) {
-	p.partial = append(p.partial, b...)
-	for {
-		i := bytes.IndexByte(p.partial, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		if _, err := io.WriteString(p.w, table.Printable(string(p.partial[:i]))+"\n"); err != nil {
-			return 0, err
-		}
-		p.partial = p.partial[i+1:]
-	}
 }

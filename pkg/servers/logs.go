@@ -1,7 +1,6 @@
 package servers
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,29 +75,10 @@ func Logs(ctx context.Context, env *op.Env, in LogsInput) (LogsOutput, error) {
 	if _, err := os.Stat(path); err != nil {
 		return out, op.Errorf(op.KindNotFound, "%s has no log yet", in.Name).WithHint("it is written once the gateway starts the server")
 	}
-	w := &lineEmitter{emit: func(l string) error { return env.Emit(LogLine{Name: in.Name, Line: l}) }}
+	w := cappedlog.Lines(func(l string) error { return env.Emit(LogLine{Name: in.Name, Line: l}) })
 	// Follow from where the tail ended, so no line is lost or repeated.
 	if err := cappedlog.Follow(ctx, path, end, w); err != nil && ctx.Err() == nil {
 		return out, err
 	}
 	return out, ctx.Err()
-}
-
-// lineEmitter turns written bytes into one emitted value per line.
-type lineEmitter struct {
-	buf  bytes.Buffer
-	emit func(string) error
-}
-
-func (w *lineEmitter) Write(p []byte) (int, error) {
-	w.buf.Write(p)
-	for {
-		i := bytes.IndexByte(w.buf.Bytes(), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		if err := w.emit(string(w.buf.Next(i + 1)[:i])); err != nil {
-			return 0, err
-		}
-	}
 }
