@@ -549,8 +549,8 @@ func (b waitBudget) reserve() bool {
 
 func (b waitBudget) release() { <-b.free }
 
-// notify tells watchers that a write committed. Writing one byte at offset 0
-// raises an inotify IN_MODIFY on the sidecar without growing it.
+// notify tells watchers that a write committed. Writing its mark at offset
+// 0 raises an inotify IN_MODIFY on the sidecar without growing it.
 func (l *fileLock) notify() {
 	m := newMark()
 	if then := l.beforeMark; then != nil {
@@ -569,38 +569,43 @@ func (l *fileLock) notify() {
 type mark [16]byte
 
 var (
-	processMark = func() (id [7]byte) {
+	// processMark is drawn at the first commit, not at every start.
+	processMark = sync.OnceValue(func() (id [7]byte) {
 		rand.Read(id[:])
 		return id
-	}()
+	})
 	marksMade atomic.Uint64
 )
 
 func newMark() (m mark) {
 	m[0] = 'm'
-	copy(m[1:8], processMark[:])
+	id := processMark()
+	copy(m[1:8], id[:])
 	binary.BigEndian.PutUint64(m[8:], marksMade.Add(1))
 	return m
 }
 
 // latest is the mark of the store's latest commit; held, no commit comes
 // between reading it and letting go.
-func (l *fileLock) latest() (m mark) {
-	syscall.Pread(l.fd, m[:], 0)
-	return m
-}
+func (l *fileLock) latest() mark { return readMark(l.fd) }
 
 // latestMark reads the mark of the store's latest commit without taking
-// the lock: the zero mark when it cannot be read, or when an earlier
-// version's line break is there: every commit of that version writes the
-// same byte, so two of them in a row leave the same bytes, and which
-// commit it stands for cannot be told.
-func (s *Store) latestMark() (m mark) {
+// the lock.
+func (s *Store) latestMark() mark {
 	fd, err := syscall.Open(s.LockPath(), syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return mark{}
 	}
 	defer syscall.Close(fd)
+	return readMark(fd)
+}
+
+// readMark reads the mark at the start of the lock file fd: the zero mark
+// when it cannot be read, or when an earlier version's line break is
+// there: every commit of that version writes the same byte, so two of them
+// in a row leave the same bytes, and which commit it stands for cannot be
+// told.
+func readMark(fd int) (m mark) {
 	if n, _ := syscall.Pread(fd, m[:], 0); n != len(m) || m[0] != 'm' {
 		return mark{}
 	}
