@@ -24,8 +24,7 @@ type claimer struct {
 	mu      sync.Mutex
 	waiters []*waiter // oldest first
 	running bool      // the loop runs; it ends once no call waits
-	failing bool      // the last look failed: recording waits for news
-	failed  time.Time // when it failed
+	failed  time.Time // when the last look failed; zero when it did not
 	// kick wakes the loop for a call that came, or for the last that left.
 	kick chan struct{}
 
@@ -187,6 +186,12 @@ func (c *claimer) run(env *op.Env) {
 	}
 	defer unsubscribe()
 	look, news := c.looker(env)
+	// While looks fail, a call not yet recorded waiting is tried again
+	// after the lock timeout (see nextRecord).
+	retry := env.Store.LockTimeout
+	if retry <= 0 {
+		retry = store.DefaultLockTimeout
+	}
 	for {
 		// The calls the last round answered in this process are ready
 		// to run: letting them come back first puts them in this round
@@ -202,10 +207,6 @@ func (c *claimer) run(env *op.Env) {
 		}
 		c.mu.Unlock()
 		look()
-		retry := env.Store.LockTimeout
-		if retry <= 0 {
-			retry = store.DefaultLockTimeout
-		}
 		c.await(changes, news, retry)
 	}
 }
@@ -246,7 +247,7 @@ func (c *claimer) nextRecord(retry time.Duration) (at time.Time, ok bool) {
 			at, ok = due, true
 		}
 	}
-	if ok && c.failing {
+	if ok && !c.failed.IsZero() {
 		// Looking again at once would only fail again, but waiting for
 		// the watch is not enough: a lock another process held past the
 		// timeout, or space freed on a full disk, comes back without a
@@ -396,8 +397,8 @@ func round(env *op.Env, gather func() []*waiter) ([]*waiter, []look, error) {
 // A pass is a round's look at the queue inside one transaction, over the
 // calls gather gives, oldest first: each call still wanted — not
 // superseded, its caller still there — gets the head of the queue while
-// there is one, consumed for its agent; a call at its first look that gets
-// none is recorded as waiting. A caller that goes away before the commit
+// there is one, consumed for its agent; a call that gets none is recorded
+// as waiting once it has waited recordWaitingAfter. A caller that goes away before the commit
 // takes nothing: the pass fails with gaveUp, so that the transaction is
 // rolled back and the round looks again without it.
 type pass struct {
@@ -472,8 +473,8 @@ func (p *pass) run(t *tx) error {
 func (c *claimer) settle(ws []*waiter, looks []look, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.failing = err != nil
-	if c.failing {
+	c.failed = time.Time{}
+	if err != nil {
 		c.failed = time.Now()
 	}
 	for i, w := range ws {
